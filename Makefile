@@ -1,0 +1,125 @@
+# kq -- BSD kqueue/kevent for Linux.
+#
+#   make                 build build/libkq.so and build/libkq.a
+#   make check           build and run every test (plain build)
+#   make check-sanitize  every test under ASan+UBSan, concurrency tests under TSan
+#   make bench           build kqbench
+#   make install         install into $(DESTDIR)$(PREFIX)
+#
+# Variables: CC, CFLAGS, WERROR=1 (CI), SAN=asan|tsan (sanitizer build into
+# build-asan/ or build-tsan/).
+
+CC	?= cc
+PREFIX	?= /usr/local
+LIBDIR	?= $(PREFIX)/lib
+INCDIR	?= $(PREFIX)/include
+MANDIR	?= $(PREFIX)/share/man
+VERSION	:= 0.1.0
+SOVER	:= 0
+
+SAN	?=
+ifeq ($(SAN),)
+B	:= build
+SANFLAGS :=
+else ifeq ($(SAN),asan)
+B	:= build-asan
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(SAN),tsan)
+B	:= build-tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+endif
+
+WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wpointer-arith -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN	+= -Werror
+endif
+
+OPT	?= -O2 -g
+BASECFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SANFLAGS) -Iinclude
+LIBCFLAGS  := $(BASECFLAGS) -fPIC -fvisibility=hidden -Isrc
+LDLIBS_T   := -lpthread
+
+LIB_SRCS := $(wildcard src/*.c)
+LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
+LIB_HDRS := $(wildcard src/*.h) include/sys/event.h
+
+TEST_SRCS := $(wildcard tests/test-*.c)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+TEST_HDRS := $(wildcard tests/*.h)
+
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_HDRS := $(wildcard bench/*.h)
+
+.PHONY: all lib check check-sanitize tests bench demo install clean man-lint
+
+all: lib
+
+lib: $(B)/libkq.so $(B)/libkq.a
+
+$(B)/obj/%.o: src/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBCFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/libkq.so: $(LIB_OBJS) src/libkq.map
+	$(CC) -shared -Wl,-soname,libkq.so.$(SOVER) -Wl,--version-script=src/libkq.map \
+	    $(SANFLAGS) -o $@ $(LIB_OBJS) -lpthread
+
+# The static archive holds one pre-linked object whose only global symbols
+# are the public API, so libkq's internals never clash with a program's.
+$(B)/libkq.a: $(LIB_OBJS)
+	rm -f $@
+	ld -r -o $(B)/libkq-all.o $(LIB_OBJS)
+	objcopy $(addprefix --keep-global-symbol=,kqueue kqueuex kqueue1 kevent) \
+	    $(B)/libkq-all.o
+	ar rcs $@ $(B)/libkq-all.o
+
+# Tests link the static library so that sanitizers see the whole program.
+$(B)/tests/%: tests/%.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a -lcmocka $(LDLIBS_T)
+
+tests: $(TEST_BINS)
+
+check: tests
+	@tools/run-tests.sh $(B)
+
+check-sanitize:
+	$(MAKE) SAN=asan tests
+	tools/run-tests.sh build-asan
+	$(MAKE) SAN=tsan CC=clang tests
+	tools/run-tests.sh build-tsan threads
+
+$(B)/kqbench: $(BENCH_SRCS) $(BENCH_HDRS) $(B)/libkq.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASECFLAGS) $(CFLAGS) -Ibench -o $@ $(BENCH_SRCS) $(B)/libkq.a -lpthread -lm
+
+bench: $(B)/kqbench
+
+$(B)/demo: examples/demo.c $(B)/libkq.a
+	$(CC) $(BASECFLAGS) $(CFLAGS) -o $@ $< $(B)/libkq.a -lpthread
+
+demo: $(B)/demo
+
+man-lint:
+	mandoc -Tlint -W warning man/*.2
+
+install: lib
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/kq/sys \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/kq \
+	    $(DESTDIR)$(MANDIR)/man2
+	install -m 644 include/sys/event.h $(DESTDIR)$(INCDIR)/kq/sys/event.h
+	install -m 755 $(B)/libkq.so $(DESTDIR)$(LIBDIR)/libkq.so.$(VERSION)
+	ln -sf libkq.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libkq.so.$(SOVER)
+	ln -sf libkq.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libkq.so
+	install -m 644 $(B)/libkq.a $(DESTDIR)$(LIBDIR)/libkq.a
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    kq.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/kq.pc
+	sed -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
+	    -e 's|@VERSION@|$(VERSION)|g' \
+	    cmake/kqConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/kq/kqConfig.cmake
+	install -m 644 man/kqueue.2 man/kevent.2 $(DESTDIR)$(MANDIR)/man2/
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,616 @@
+/*
+ * bench-ring.c -- the xpoll "looptest" ring (seed 004).
+ *
+ * n pipes; every read end is registered for reading, every write end for
+ * writing but disabled.  One byte (the token) is written into pipe 0.  Each
+ * wait returns exactly one event:
+ *
+ *   read end i ready  -> read the byte, enable the write end of pipe i+1;
+ *   write end i ready -> disable it, write one byte into pipe i.
+ *
+ * so the token walks around the ring and every other wait is a read.  One
+ * iteration is one wait call.  kq queues its EV_ENABLE/EV_DISABLE and hands
+ * them to the *next* kevent() call (the natural kqueue idiom: one system
+ * call per iteration for change + wait); raw epoll calls epoll_ctl(MOD) at
+ * once; poll() and select() flip a bit in their (user-space) interest set.
+ *
+ * kq's `data` is checked on every event: EVFILT_READ must say 1 byte,
+ * EVFILT_WRITE must give the free space, which is > 0 and at most the pipe
+ * capacity (the pipe is empty at that point, so exactly the capacity on a
+ * BSD-faithful implementation).
+ *
+ * Also exports the hidden `--ring-fixed BACKEND N ITERS` entry point that
+ * the syscalls scenario runs under strace.
+ */
+#include "bench.h"
+
+#include <poll.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/event.h>
+
+#define RING_WBIT	(UINT64_C(1) << 32)	/* epoll: write end tag */
+#define RING_TMO_MS	1000			/* a lost token is an error */
+#define RING_NEV	8
+
+struct ring {
+	struct fdpairs p;
+	int	 n;
+	long	 limit;		/* fixed number of iterations, or -1 */
+	uint64_t limit_ns;	/* otherwise run this long */
+	int	 pos;		/* pipe the token is in, or is to be written to */
+	int	 in_pipe;	/* 1: byte is in pipe pos; 0: waiting to write */
+	int	 cap;		/* pipe capacity (F_GETPIPE_SZ) */
+};
+
+struct ring_stats {
+	struct bench_sample s;
+	long	 events;	/* events returned by the waits */
+	long	 unexpected;	/* events that do not match the token */
+	long	 data_bad;	/* kq: data not exact */
+	long	 rdata_other;	/* kq: read data != 1 (subset of data_bad) */
+	int64_t	 wmin, wmax;	/* kq: range of EVFILT_WRITE data seen */
+	int	 failed;	/* the run stopped on an error */
+	char	 err[160];
+};
+
+static void
+ring_fail(struct ring_stats *st, const char *what)
+{
+	if (!st->failed)
+		snprintf(st->err, sizeof(st->err), "%s: %s", what,
+		    strerror(errno));
+	st->failed = 1;
+}
+
+static int
+ring_done(const struct ring *rg, long it, uint64_t t0)
+{
+	if (rg->limit >= 0)
+		return it >= rg->limit;
+	if (it & 15)
+		return 0;
+	return clock_ns(CLOCK_MONOTONIC) - t0 >= rg->limit_ns;
+}
+
+static int
+ring_token_in(struct ring *rg)
+{
+	rg->pos = 0;
+	rg->in_pipe = 1;
+	return write(rg->p.w[0], "t", 1) == 1 ? 0 : -1;
+}
+
+/* Take the token out of the ring so the next run starts clean. */
+static void
+ring_drain(struct ring *rg)
+{
+	char c;
+
+	if (rg->in_pipe && read(rg->p.r[rg->pos], &c, 1) != 1)
+		progress("ring: token lost in pipe %d\n", rg->pos);
+	rg->in_pipe = 0;
+}
+
+/* ---- kq ----------------------------------------------------------------- */
+
+static int
+ring_kq_register(int kq, const struct ring *rg)
+{
+	struct kevent ch[128];
+	int k = 0;
+
+	for (int i = 0; i < rg->n; i++) {
+		EV_SET(&ch[k], rg->p.r[i], EVFILT_READ, EV_ADD, 0, 0,
+		    (void *)(intptr_t)i);
+		k++;
+		EV_SET(&ch[k], rg->p.w[i], EVFILT_WRITE, EV_ADD | EV_DISABLE,
+		    0, 0, (void *)(intptr_t)i);
+		k++;
+		if (k == 128 || i == rg->n - 1) {
+			if (kevent(kq, ch, k, NULL, 0, NULL) < 0)
+				return -1;
+			k = 0;
+		}
+	}
+	return 0;
+}
+
+static void
+ring_kq(struct ring *rg, struct ring_stats *st)
+{
+	struct timespec tmo = { RING_TMO_MS / 1000, 0 };
+	struct kevent chg[RING_NEV], ev[RING_NEV];
+	int kq, nchg = 0;
+	uint64_t t0;
+	long it;
+	char c;
+
+	if ((kq = kqueue()) < 0) {
+		ring_fail(st, "kqueue");
+		return;
+	}
+	if (ring_kq_register(kq, rg) < 0) {
+		ring_fail(st, "kevent(register)");
+		close(kq);
+		return;
+	}
+	if (ring_token_in(rg) < 0) {
+		ring_fail(st, "write(token)");
+		close(kq);
+		return;
+	}
+	sample_start(&st->s);
+	t0 = st->s.wall_ns;
+	for (it = 0; !ring_done(rg, it, t0); it++) {
+		int m = kevent(kq, chg, nchg, ev, RING_NEV, &tmo);
+
+		nchg = 0;
+		if (m < 0) {
+			if (errno == EINTR)
+				continue;
+			ring_fail(st, "kevent(wait)");
+			break;
+		}
+		if (m == 0) {
+			errno = ETIMEDOUT;
+			ring_fail(st, "kevent: token lost");
+			break;
+		}
+		st->events += m;
+		for (int j = 0; j < m; j++) {
+			const struct kevent *e = &ev[j];
+			int i = (int)(intptr_t)e->udata;
+
+			if (e->flags & EV_ERROR) {
+				errno = (int)e->data;
+				ring_fail(st, "kevent: EV_ERROR");
+				st->unexpected++;
+			} else if (e->filter == EVFILT_READ && rg->in_pipe &&
+			    i == rg->pos && e->ident == (uintptr_t)rg->p.r[i]) {
+				if (e->data != 1) {
+					st->data_bad++;
+					st->rdata_other++;
+				}
+				if (read(rg->p.r[i], &c, 1) != 1)
+					st->unexpected++;
+				rg->pos = (i + 1) % rg->n;
+				rg->in_pipe = 0;
+				EV_SET(&chg[nchg], rg->p.w[rg->pos],
+				    EVFILT_WRITE, EV_ENABLE, 0, 0,
+				    (void *)(intptr_t)rg->pos);
+				nchg++;
+			} else if (e->filter == EVFILT_WRITE && !rg->in_pipe &&
+			    i == rg->pos && e->ident == (uintptr_t)rg->p.w[i]) {
+				if (e->data <= 0 || e->data > rg->cap)
+					st->data_bad++;
+				if (e->data < st->wmin)
+					st->wmin = e->data;
+				if (e->data > st->wmax)
+					st->wmax = e->data;
+				EV_SET(&chg[nchg], rg->p.w[i], EVFILT_WRITE,
+				    EV_DISABLE, 0, 0, (void *)(intptr_t)i);
+				nchg++;
+				if (write(rg->p.w[i], "t", 1) != 1)
+					st->unexpected++;
+				rg->in_pipe = 1;
+			} else {
+				st->unexpected++;
+			}
+		}
+	}
+	sample_stop(&st->s);
+	st->s.iters = it;
+	ring_drain(rg);
+	close(kq);
+}
+
+/* ---- raw epoll ---------------------------------------------------------- */
+
+static void
+ring_epoll(struct ring *rg, struct ring_stats *st)
+{
+	struct epoll_event ev[RING_NEV], ee;
+	uint64_t t0;
+	long it;
+	int ep;
+	char c;
+
+	if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		ring_fail(st, "epoll_create1");
+		return;
+	}
+	for (int i = 0; i < rg->n; i++) {
+		ee.events = EPOLLIN;
+		ee.data.u64 = (uint64_t)i;
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, rg->p.r[i], &ee) < 0)
+			goto fail;
+		ee.events = 0;
+		ee.data.u64 = (uint64_t)i | RING_WBIT;
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, rg->p.w[i], &ee) < 0)
+			goto fail;
+	}
+	if (ring_token_in(rg) < 0)
+		goto fail;
+	sample_start(&st->s);
+	t0 = st->s.wall_ns;
+	for (it = 0; !ring_done(rg, it, t0); it++) {
+		int m = epoll_wait(ep, ev, RING_NEV, RING_TMO_MS);
+
+		if (m < 0) {
+			if (errno == EINTR)
+				continue;
+			ring_fail(st, "epoll_wait");
+			break;
+		}
+		if (m == 0) {
+			errno = ETIMEDOUT;
+			ring_fail(st, "epoll_wait: token lost");
+			break;
+		}
+		st->events += m;
+		for (int j = 0; j < m; j++) {
+			int i = (int)(ev[j].data.u64 & 0xffffffffu);
+
+			if (!(ev[j].data.u64 & RING_WBIT) && rg->in_pipe &&
+			    i == rg->pos) {
+				if (read(rg->p.r[i], &c, 1) != 1)
+					st->unexpected++;
+				rg->pos = (i + 1) % rg->n;
+				rg->in_pipe = 0;
+				ee.events = EPOLLOUT;
+				ee.data.u64 = (uint64_t)rg->pos | RING_WBIT;
+				epoll_ctl(ep, EPOLL_CTL_MOD, rg->p.w[rg->pos],
+				    &ee);
+			} else if ((ev[j].data.u64 & RING_WBIT) &&
+			    !rg->in_pipe && i == rg->pos) {
+				ee.events = 0;
+				ee.data.u64 = (uint64_t)i | RING_WBIT;
+				epoll_ctl(ep, EPOLL_CTL_MOD, rg->p.w[i], &ee);
+				if (write(rg->p.w[i], "t", 1) != 1)
+					st->unexpected++;
+				rg->in_pipe = 1;
+			} else {
+				st->unexpected++;
+			}
+		}
+	}
+	sample_stop(&st->s);
+	st->s.iters = it;
+	ring_drain(rg);
+	close(ep);
+	return;
+fail:
+	ring_fail(st, "epoll setup");
+	close(ep);
+}
+
+/* ---- poll() ---------------------------------------------------------------- */
+
+static void
+ring_poll(struct ring *rg, struct ring_stats *st)
+{
+	int nfds = 2 * rg->n;
+	struct pollfd *pfd = calloc((size_t)nfds, sizeof(*pfd));
+	uint64_t t0;
+	long it;
+	char c;
+
+	if (!pfd) {
+		ring_fail(st, "calloc");
+		return;
+	}
+	for (int i = 0; i < rg->n; i++) {
+		pfd[2 * i].fd = rg->p.r[i];
+		pfd[2 * i].events = POLLIN;
+		pfd[2 * i + 1].fd = rg->p.w[i];
+		pfd[2 * i + 1].events = 0;
+	}
+	if (ring_token_in(rg) < 0) {
+		ring_fail(st, "write(token)");
+		free(pfd);
+		return;
+	}
+	sample_start(&st->s);
+	t0 = st->s.wall_ns;
+	for (it = 0; !ring_done(rg, it, t0); it++) {
+		int m = poll(pfd, (nfds_t)nfds, RING_TMO_MS);
+
+		if (m < 0) {
+			if (errno == EINTR)
+				continue;
+			ring_fail(st, "poll");
+			break;
+		}
+		if (m == 0) {
+			errno = ETIMEDOUT;
+			ring_fail(st, "poll: token lost");
+			break;
+		}
+		st->events += m;
+		for (int k = 0; k < nfds && m > 0; k++) {
+			int i = k / 2;
+
+			if (!pfd[k].revents)
+				continue;
+			m--;
+			if (!(k & 1) && rg->in_pipe && i == rg->pos) {
+				if (read(rg->p.r[i], &c, 1) != 1)
+					st->unexpected++;
+				rg->pos = (i + 1) % rg->n;
+				rg->in_pipe = 0;
+				pfd[2 * rg->pos + 1].events = POLLOUT;
+			} else if ((k & 1) && !rg->in_pipe && i == rg->pos) {
+				pfd[k].events = 0;
+				if (write(rg->p.w[i], "t", 1) != 1)
+					st->unexpected++;
+				rg->in_pipe = 1;
+			} else {
+				st->unexpected++;
+			}
+		}
+	}
+	sample_stop(&st->s);
+	st->s.iters = it;
+	ring_drain(rg);
+	free(pfd);
+}
+
+/* ---- select() -------------------------------------------------------------- */
+
+static void
+ring_select(struct ring *rg, struct ring_stats *st)
+{
+	fd_set rset, wset, rs, ws;
+	uint64_t t0;
+	long it;
+	char c;
+
+	FD_ZERO(&rset);
+	FD_ZERO(&wset);
+	for (int i = 0; i < rg->n; i++)
+		FD_SET(rg->p.r[i], &rset);
+	if (ring_token_in(rg) < 0) {
+		ring_fail(st, "write(token)");
+		return;
+	}
+	sample_start(&st->s);
+	t0 = st->s.wall_ns;
+	for (it = 0; !ring_done(rg, it, t0); it++) {
+		struct timeval tv = { RING_TMO_MS / 1000, 0 };
+		int m;
+
+		rs = rset;
+		ws = wset;
+		m = select(rg->p.maxfd + 1, &rs, &ws, NULL, &tv);
+		if (m < 0) {
+			if (errno == EINTR)
+				continue;
+			ring_fail(st, "select");
+			break;
+		}
+		if (m == 0) {
+			errno = ETIMEDOUT;
+			ring_fail(st, "select: token lost");
+			break;
+		}
+		st->events += m;
+		for (int i = 0; i < rg->n && m > 0; i++) {
+			if (FD_ISSET(rg->p.r[i], &rs)) {
+				m--;
+				if (rg->in_pipe && i == rg->pos) {
+					if (read(rg->p.r[i], &c, 1) != 1)
+						st->unexpected++;
+					rg->pos = (i + 1) % rg->n;
+					rg->in_pipe = 0;
+					FD_SET(rg->p.w[rg->pos], &wset);
+				} else {
+					st->unexpected++;
+				}
+			}
+			if (FD_ISSET(rg->p.w[i], &ws)) {
+				m--;
+				if (!rg->in_pipe && i == rg->pos) {
+					FD_CLR(rg->p.w[i], &wset);
+					if (write(rg->p.w[i], "t", 1) != 1)
+						st->unexpected++;
+					rg->in_pipe = 1;
+				} else {
+					st->unexpected++;
+				}
+			}
+		}
+	}
+	sample_stop(&st->s);
+	st->s.iters = it;
+	ring_drain(rg);
+}
+
+/* ---- driver -------------------------------------------------------------- */
+
+static int
+ring_open(struct ring *rg, int n)
+{
+	memset(rg, 0, sizeof(*rg));
+	if (fdpairs_open(&rg->p, n, 0, 0) < 0)
+		return -1;
+	rg->n = n;
+	rg->limit = -1;
+	rg->cap = fcntl(rg->p.w[0], F_GETPIPE_SZ);
+	if (rg->cap <= 0)
+		rg->cap = 65536;
+	return 0;
+}
+
+static int
+ring_select_ok(const struct ring *rg)
+{
+	return rg->p.maxfd < FD_SETSIZE;
+}
+
+static void
+ring_one(struct ring *rg, int bk, struct ring_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->wmin = INT64_MAX;
+	st->wmax = INT64_MIN;
+	switch (bk) {
+	case BK_KQ:	ring_kq(rg, st);	break;
+	case BK_EPOLL:	ring_epoll(rg, st);	break;
+	case BK_POLL:	ring_poll(rg, st);	break;
+	case BK_SELECT:	ring_select(rg, st);	break;
+	}
+}
+
+/* `kqbench --ring-fixed BACKEND N ITERS`: exactly ITERS iterations. */
+static int
+ring_fixed(int argc, char **argv)
+{
+	struct ring_stats st;
+	struct ring rg;
+	int bk;
+
+	if (argc != 3 || (bk = bk_parse(argv[0])) < 0) {
+		fprintf(stderr, "usage: kqbench --ring-fixed BACKEND N ITERS\n");
+		return 2;
+	}
+	if (ring_open(&rg, atoi(argv[1])) < 0) {
+		perror("ring: pipes");
+		return 1;
+	}
+	rg.limit = atol(argv[2]);
+	if (bk == BK_SELECT && !ring_select_ok(&rg)) {
+		fprintf(stderr, "ring: descriptors exceed FD_SETSIZE\n");
+		return 1;
+	}
+	ring_one(&rg, bk, &st);
+	fdpairs_close(&rg.p);
+	printf("%s n=%d iters=%ld events=%ld unexpected=%ld data_bad=%ld%s%s\n",
+	    bk_name(bk), rg.n, st.s.iters, st.events, st.unexpected,
+	    st.data_bad, st.failed ? " error: " : "", st.failed ? st.err : "");
+	return st.failed || st.unexpected ? 1 : 0;
+}
+
+static int
+ring_run(const struct bench_opts *o, struct bench_result *res)
+{
+	static const int sizes[] = { 8, 1000, 9000 };
+	struct bench_table *t = bt_new(res, "ring",
+	    "ring: token passed around n pipes (xpoll looptest)");
+	long data_bad_total = 0, unexpected_total = 0;
+	int64_t wmin = INT64_MAX, wmax = INT64_MIN;
+	char errs[256] = "";
+	int cap = 0;
+
+	bt_cols(t, "n|backend|iter/CPU-s|iter/wall-s|spread %|"
+	    "x epoll (CPU)|x epoll (wall)|unexpected|kq data errors");
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		static double cpu[BK_COUNT][MAXREPS], wall[BK_COUNT][MAXREPS];
+		long unexp[BK_COUNT] = { 0 }, dbad[BK_COUNT] = { 0 };
+		int ran[BK_COUNT] = { 0 }, nrep[BK_COUNT] = { 0 };
+		int n = sizes[si], clipped = 0;
+		struct ring rg;
+
+		if (2L * n + 64 > o->nofile) {
+			n = (int)((o->nofile - 64) / 2);
+			clipped = 1;
+		}
+		if (ring_open(&rg, n) < 0) {
+			progress("ring: cannot open %d pipes: %s\n", n,
+			    strerror(errno));
+			continue;
+		}
+		cap = rg.cap;
+		for (int rep = 0; rep < o->reps; rep++) {
+			progress("[ring] n=%d rep %d/%d\n", n, rep + 1, o->reps);
+			for (int bk = 0; bk < BK_COUNT; bk++) {
+				struct ring_stats st;
+
+				if (bk == BK_SELECT && !ring_select_ok(&rg))
+					continue;
+				rg.limit_ns = (uint64_t)(o->run_secs * 1e9);
+				ring_one(&rg, bk, &st);
+				ran[bk] = 1;
+				unexp[bk] += st.unexpected;
+				dbad[bk] += st.data_bad;
+				if (bk == BK_KQ && st.s.iters > 0) {
+					if (st.wmin < wmin)
+						wmin = st.wmin;
+					if (st.wmax > wmax)
+						wmax = st.wmax;
+				}
+				if (st.failed) {
+					progress("ring: %s n=%d: %s\n",
+					    bk_name(bk), n, st.err);
+					if (!strstr(errs, bk_name(bk)) &&
+					    strlen(errs) < 160)
+						snprintf(errs + strlen(errs),
+						    sizeof(errs) - strlen(errs),
+						    "%s n=%d: %s. ", bk_name(bk),
+						    n, st.err);
+					continue;
+				}
+				cpu[bk][nrep[bk]] = per_cpu_sec(&st.s);
+				wall[bk][nrep[bk]] = per_wall_sec(&st.s);
+				nrep[bk]++;
+			}
+		}
+		for (int bk = 0; bk < BK_COUNT; bk++) {
+			struct bk_stats sc, sw;
+			int r;
+
+			if (!ran[bk])
+				continue;
+			r = bt_row(t);
+			bt_set(t, r, 0, "%d%s", n, clipped ? "*" : "");
+			bt_set(t, r, 1, "%s", bk_name(bk));
+			if (nrep[bk] == 0) {
+				bt_set(t, r, 2, "failed");
+				continue;
+			}
+			bk_summarize(cpu[bk], nrep[BK_EPOLL] == nrep[bk] ?
+			    cpu[BK_EPOLL] : NULL, nrep[bk], &sc);
+			bk_summarize(wall[bk], nrep[BK_EPOLL] == nrep[bk] ?
+			    wall[BK_EPOLL] : NULL, nrep[bk], &sw);
+			bt_num(t, r, 2, sc.med);
+			bt_num(t, r, 3, sw.med);
+			bt_set(t, r, 4, "%.1f", sc.spread);
+			bt_set(t, r, 5, "%.2f", sc.ratio);
+			bt_set(t, r, 6, "%.2f", sw.ratio);
+			bt_set(t, r, 7, "%ld", unexp[bk]);
+			if (bk == BK_KQ)
+				bt_set(t, r, 8, "%ld", dbad[bk]);
+			else
+				bt_set(t, r, 8, "-");
+			unexpected_total += unexp[bk];
+			if (bk == BK_KQ)
+				data_bad_total += dbad[bk];
+		}
+		fdpairs_close(&rg.p);
+	}
+	bt_note(t, "One iteration = one wait call (each returns one event; "
+	    "half are reads). Throughput: higher is better; `x epoll` = "
+	    "backend / raw epoll, median of per-repetition ratios "
+	    "(0.91 = 91%% of epoll's iterations per second). %d repetitions "
+	    "of %.2f s per backend, interleaved. select() only where every "
+	    "descriptor < FD_SETSIZE (%d).\n\n", o->reps, o->run_secs,
+	    FD_SETSIZE);
+	if (wmax >= 0)
+		bt_note(t, "kq data check: EVFILT_READ data must be 1; "
+		    "EVFILT_WRITE data must be in 1..%d (pipe capacity; the "
+		    "pipe is empty, so exactly %d on FreeBSD). Seen write data "
+		    "%lld..%lld. Mismatches over all runs: %ld. Unexpected "
+		    "events (any backend): %ld.\n", cap, cap,
+		    (long long)wmin, (long long)wmax, data_bad_total,
+		    unexpected_total);
+	if (errs[0])
+		bt_note(t, "\nErrors: %s\n", errs);
+	return 0;
+}
+
+const struct bench_scenario bench_ring = {
+	.name = "ring",
+	.title = "token ring over n pipes, iterations per CPU-second",
+	.run = ring_run,
+	.fixed = ring_fixed,
+};

@@ -1,0 +1,157 @@
+/*
+ * fdreg.c -- one epoll registration per descriptor, shared by its knotes.
+ *
+ * The registration's interest is the union of the enabled knotes on the
+ * descriptor (READ -> EPOLLIN|EPOLLRDHUP, WRITE and EMPTY -> EPOLLOUT).  It
+ * is level-triggered when every enabled knote is plain level-triggered, so
+ * the kernel does the level bookkeeping and nothing is queued in
+ * userspace.  It is edge-triggered when any enabled knote needs edges
+ * (EV_CLEAR, NOTE_LOWAT, EVFILT_EMPTY); level-triggered knotes sharing such
+ * a registration are then marked KN_EMUL and emulated the FreeBSD way: after
+ * each delivery they go back on the active list and are re-checked at the
+ * next scan.  Knotes on the same descriptor thus keep their own semantics.
+ *
+ * A descriptor whose knotes are all disabled stays registered with an
+ * empty edge-triggered interest, so a later EV_ENABLE/EV_DELETE still
+ * detects that the number was closed or reused (epoll_ctl fails with
+ * EBADF/ENOENT), and a hang-up does not make epoll_wait() spin.
+ *
+ * Called with kq_lock held.
+ */
+#include <errno.h>
+#include <sys/epoll.h>
+
+#include "kq_int.h"
+#include "fdreg.h"
+
+void
+fdreg_set(struct kqueue *kq, int fd, uint32_t reg)
+{
+	struct knote *kn;
+
+	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link)
+		kn->kn_reg = reg;
+}
+
+void
+fdreg_forget(struct kqueue *kq, int fd)
+{
+	fdreg_set(kq, fd, 0);
+}
+
+static uint32_t
+fdreg_want(struct kqueue *kq, int fd)
+{
+	struct knote *kn;
+	uint32_t want = 0;
+	int edge = 0;
+
+	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
+		if (kn->kn_status & KN_DISABLED)
+			continue;
+		want |= kn->kn_filter == EVFILT_READ ? R_IN : R_OUT;
+		if ((kn->kn_flags & EV_CLEAR) || kn->kn_filter == EVFILT_EMPTY ||
+		    (kn->kn_sfflags & NOTE_LOWAT))
+			edge = 1;
+		if (kn->kn_flags & EV_WAKEONE)
+			want |= R_EXCL;
+	}
+	if (edge || want == 0)
+		want |= R_ET;
+	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
+		if ((want & R_ET) && !(kn->kn_flags & EV_CLEAR) &&
+		    kn->kn_filter != EVFILT_EMPTY)
+			kn->kn_status |= KN_EMUL;
+		else
+			kn->kn_status &= ~KN_EMUL;
+	}
+	return want;
+}
+
+static uint32_t
+fdreg_events(uint32_t want)
+{
+	uint32_t ev = 0;
+
+	if (want & R_IN)
+		ev |= EPOLLIN | ((want & R_EXCL) ? 0 : EPOLLRDHUP);
+	if (want & R_OUT)
+		ev |= EPOLLOUT;
+	if (want & R_ET)
+		ev |= EPOLLET;
+	if (want & R_EXCL)
+		ev |= EPOLLEXCLUSIVE;
+	return ev;
+}
+
+/*
+ * Bring the kernel registration of fd in line with its knote chain.  cur is
+ * the registration as the kernel has it now.  force issues the epoll_ctl
+ * even when nothing changed (re-evaluation after EV_ADD, and the check that
+ * the number still names the registered file).  Returns 0 or the errno of
+ * epoll_ctl; ENOENT and EBADF mean the descriptor was closed or reused.
+ */
+int
+fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
+{
+	struct knote *kn, *chain = knote_fdchain(kq, fd);
+	struct epoll_event ev;
+	uint32_t want, keep = cur & R_KINDMASK;
+
+	if (kq->kq_dead)
+		return 0;
+	if (chain == NULL) {
+		if (cur & R_REG)
+			(void)epoll_ctl(kq->kq_fd, EPOLL_CTL_DEL, fd, &ev);
+		return 0;
+	}
+	want = fdreg_want(kq, fd);
+	if (cur & R_NOPOLL) {
+		fdreg_set(kq, fd, cur);
+		for (kn = chain; kn != NULL; kn = kn->kn_link)
+			if (!(kn->kn_status & KN_DISABLED))
+				knote_enqueue(kq, kn);
+		return 0;
+	}
+	ev.data.u64 = (uint64_t)(unsigned)fd;
+	if (cur & R_REG) {
+		if ((cur & R_MODEMASK) == want && !force)
+			return 0;
+		if ((cur & R_EXCL) || (want & R_EXCL)) {
+			/* EPOLLEXCLUSIVE registrations cannot be modified. */
+			if (epoll_ctl(kq->kq_fd, EPOLL_CTL_DEL, fd, &ev) != 0)
+				return errno;
+			cur &= ~R_REG;
+			if ((want & (R_IN | R_OUT)) == 0) {
+				fdreg_set(kq, fd, keep);
+				return 0;
+			}
+		} else {
+			ev.events = fdreg_events(want);
+			if (epoll_ctl(kq->kq_fd, EPOLL_CTL_MOD, fd, &ev) != 0)
+				return errno;
+			fdreg_set(kq, fd, want | R_REG | keep);
+			return 0;
+		}
+	}
+	ev.events = fdreg_events(want);
+	if ((want & R_EXCL) && (want & R_ET) && (want & (R_IN | R_OUT)) == 0)
+		ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
+	if (epoll_ctl(kq->kq_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		int e = errno;
+
+		if (e == EPERM) {
+			/* Regular files, directories, some devices. */
+			fdreg_set(kq, fd, R_NOPOLL | (K_FILE << R_KINDSHIFT));
+			for (kn = chain; kn != NULL; kn = kn->kn_link) {
+				kn->kn_status &= ~KN_EMUL;
+				if (!(kn->kn_status & KN_DISABLED))
+					knote_enqueue(kq, kn);
+			}
+			return 0;
+		}
+		return e;
+	}
+	fdreg_set(kq, fd, want | R_REG | keep);
+	return 0;
+}

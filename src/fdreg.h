@@ -1,0 +1,33 @@
+/*
+ * fdreg.h -- the encoding of knote.kn_reg: the epoll registration state of
+ * a descriptor, kept identical on every knote of its chain.
+ */
+#ifndef KQ_FDREG_H
+#define KQ_FDREG_H
+
+#define R_IN		0x0001	/* EPOLLIN (|EPOLLRDHUP) requested */
+#define R_OUT		0x0002	/* EPOLLOUT requested */
+#define R_ET		0x0004	/* EPOLLET */
+#define R_EXCL		0x0008	/* EPOLLEXCLUSIVE (EV_WAKEONE) */
+#define R_MODEMASK	0x000f
+#define R_REG		0x0100	/* registered in the epoll set */
+#define R_NOPOLL	0x0200	/* epoll refused it: tracked in userspace */
+#define R_KINDSHIFT	16
+#define R_KINDMASK	0x00ff0000
+
+/* descriptor kinds, learnt lazily by the data computations */
+#define K_UNKNOWN	0
+#define K_SOCK		1
+#define K_PIPE		2
+#define K_FILE		3	/* regular file or directory */
+#define K_OTHER		4	/* tty, device, anon inode ... */
+#define K_EVENTFD	5
+#define K_KQUEUE	6	/* another kqueue (epoll) */
+#define K_LISTEN	7	/* listening socket */
+
+#define R_KIND(r)	(((r) & R_KINDMASK) >> R_KINDSHIFT)
+
+int	fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force);
+void	fdreg_set(struct kqueue *kq, int fd, uint32_t reg);
+
+#endif

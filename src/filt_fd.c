@@ -1,0 +1,425 @@
+/*
+ * filt_fd.c -- EVFILT_READ, EVFILT_WRITE and EVFILT_EMPTY on descriptors.
+ *
+ * Readiness comes from the descriptor's epoll registration (fdreg.c); this
+ * file turns an epoll event into FreeBSD's kevent: data (bytes readable,
+ * connections waiting, space left, size - offset ...), EV_EOF and the
+ * NOTE_LOWAT threshold.  The data computations cost one system call per
+ * delivered event on the common descriptors (FIONREAD, or one
+ * SO_MEMINFO/FIONREAD for write space), none more.
+ *
+ * All hooks run with kq_lock held.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "kq_int.h"
+#include "fdreg.h"
+
+#ifndef SO_MEMINFO
+#define SO_MEMINFO 55
+#endif
+#ifndef SK_MEMINFO_SNDBUF
+#define SK_MEMINFO_WMEM_ALLOC	2
+#define SK_MEMINFO_SNDBUF	3
+#define SK_MEMINFO_WMEM_QUEUED	5
+#define SK_MEMINFO_VARS		9
+#endif
+
+/*
+ * For EVFILT_WRITE knotes the low 32 bits of kn_sdata hold the NOTE_LOWAT
+ * mark and the high 32 bits cache the capacity of a pipe (0: not known);
+ * for EVFILT_READ kn_sdata is the mark.
+ */
+#define WLOWAT(kn)	((int64_t)(uint32_t)(kn)->kn_sdata)
+#define PIPECAP(kn)	((int64_t)((uint64_t)(kn)->kn_sdata >> 32))
+
+static int
+fd_kind(struct kqueue *kq, struct knote *kn)
+{
+	struct stat st;
+	int k = R_KIND(kn->kn_reg), fd = (int)kn->kn_ident;
+
+	if (k != K_UNKNOWN)
+		return k;
+	if (fstat(fd, &st) != 0)
+		return K_UNKNOWN;
+	if (S_ISSOCK(st.st_mode))
+		k = K_SOCK;
+	else if (S_ISFIFO(st.st_mode))
+		k = K_PIPE;
+	else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+		k = K_FILE;
+	else {
+		char path[64], link[64];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			if (strcmp(link, "anon_inode:[eventfd]") == 0)
+				k = K_EVENTFD;
+			else if (strcmp(link, "anon_inode:[eventpoll]") == 0)
+				k = K_KQUEUE;
+			else
+				k = K_OTHER;
+		} else
+			k = K_OTHER;
+	}
+	fdreg_set(kq, fd, (kn->kn_reg & ~R_KINDMASK) |
+	    ((uint32_t)k << R_KINDSHIFT));
+	return k;
+}
+
+/* The value of an eventfd's counter, without consuming it. */
+static int64_t
+eventfd_count(int fd)
+{
+	char path[64], buf[512], *p;
+	int pfd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	pfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	n = read(pfd, buf, sizeof(buf) - 1);
+	close(pfd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "eventfd-count:");
+	if (p == NULL)
+		return 0;
+	return (int64_t)strtoull(p + 14, NULL, 16);
+}
+
+/* Connections waiting on a listening socket. */
+static int64_t
+listen_backlog(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	    ti.tcpi_state == 10 /* TCP_LISTEN */)
+		return ti.tcpi_unacked;
+	/* AF_UNIX listeners: Linux has no cheap count; report one. */
+	return 1;
+}
+
+/*
+ * Re-check readiness when we have no epoll event at hand (active-list
+ * re-check).  Returns the epoll-style mask, or -1 if fd is closed.
+ */
+static int
+fd_poll(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	uint32_t r = 0;
+
+	if (poll(&p, 1, 0) < 0)
+		return 0;
+	if (p.revents & POLLNVAL)
+		return -1;
+	if (p.revents & POLLIN)
+		r |= EPOLLIN;
+	if (p.revents & POLLOUT)
+		r |= EPOLLOUT;
+	if (p.revents & POLLRDHUP)
+		r |= EPOLLRDHUP;
+	if (p.revents & POLLHUP)
+		r |= EPOLLHUP;
+	if (p.revents & POLLERR)
+		r |= EPOLLERR;
+	return (int)r;
+}
+
+static int
+filt_fdattach(struct kqueue *kq, struct knote *kn)
+{
+	struct knote *other = knote_fdchain(kq, (int)kn->kn_ident);
+	uint32_t cur = 0;
+	int e;
+
+	/* kn is already linked; any other knote carries the state. */
+	for (; other != NULL; other = other->kn_link)
+		if (other != kn) {
+			cur = other->kn_reg;
+			break;
+		}
+	e = fdreg_apply(kq, (int)kn->kn_ident, cur, 0);
+	if (e == EINVAL && (kn->kn_flags & EV_WAKEONE))
+		return EINVAL;
+	return e;
+}
+
+static void
+filt_fddetach(struct kqueue *kq, struct knote *kn)
+{
+	if (kn->kn_filter == EVFILT_EMPTY)
+		kq->kq_nrepoll--;
+	if (R_KIND(kn->kn_reg) == K_FILE)
+		kq_inotify_unwatch(kq, kn);
+	if (!(kn->kn_reg & (R_REG | R_NOPOLL)))
+		return;
+	(void)fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, 0);
+}
+
+static int
+filt_fdmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
+{
+	kn->kn_sfflags = kev->fflags;
+	if (kn->kn_filter == EVFILT_WRITE) {
+		int64_t lw = kev->data < 0 ? 0 :
+		    kev->data > INT32_MAX ? INT32_MAX : kev->data;
+
+		kn->kn_sdata = lw;	/* also forgets the pipe capacity */
+	} else
+		kn->kn_sdata = kev->data;
+	return 0;
+}
+
+/*
+ * The knote's state changed: re-derive the registration.  force makes the
+ * kernel re-evaluate readiness (MOD), which is how an enabled knote whose
+ * condition already holds fires at once.
+ */
+static int
+filt_fdupdate(struct kqueue *kq, struct knote *kn, int readd)
+{
+	int force = readd || !(kn->kn_status & KN_DISABLED);
+
+	if (kn->kn_reg & R_NOPOLL) {
+		if (!(kn->kn_status & KN_DISABLED))
+			knote_enqueue(kq, kn);
+		return 0;
+	}
+	/* A level registration re-evaluates by itself on MOD when needed. */
+	if (!readd && (kn->kn_reg & R_REG) && !(kn->kn_reg & R_ET) &&
+	    !(kn->kn_flags & EV_CLEAR))
+		force = 0;
+	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, force);
+}
+
+/* Regular files and directories: size - offset, as FreeBSD's vnodes. */
+static int
+file_read_event(struct kqueue *kq, struct knote *kn, struct kevent *out)
+{
+	struct stat st;
+	off_t off;
+	int fd = (int)kn->kn_ident;
+
+	if (fstat(fd, &st) != 0)
+		return errno == EBADF ? -1 : 0;
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		/* A device epoll cannot watch: poll(2) calls it ready. */
+		out->data = 0;
+		return 1;
+	}
+	off = lseek(fd, 0, SEEK_CUR);
+	if (off < 0)
+		off = 0;
+	out->data = (int64_t)st.st_size - (int64_t)off;
+	if (out->data != 0 || (kn->kn_sfflags & NOTE_FILE_POLL))
+		return 1;
+	/* At the end: wake up when the file is written to. */
+	(void)kq_inotify_watch(kq, kn);
+	return 0;
+}
+
+static int
+filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	int fd = (int)kn->kn_ident, n, eof, k;
+	int64_t data;
+
+	if (kn->kn_reg & R_NOPOLL)
+		return file_read_event(kq, kn, out);
+	if (hint == 0) {
+		int r = fd_poll(fd, POLLIN | POLLRDHUP);
+
+		if (r < 0)
+			return -1;
+		hint = (uint32_t)r;
+	}
+	if (!(hint & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return 0;
+	eof = (hint & (EPOLLRDHUP | EPOLLHUP)) != 0;
+	if (ioctl(fd, FIONREAD, &n) == 0)
+		data = n;
+	else if (errno == EBADF)
+		return -1;
+	else {
+		k = fd_kind(kq, kn);
+		if (k == K_SOCK || k == K_LISTEN)
+			data = listen_backlog(fd);
+		else if (k == K_EVENTFD)
+			data = eventfd_count(fd);
+		else if (k == K_KQUEUE)
+			data = kq_pending(fd);
+		else
+			data = 0;
+	}
+	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&
+	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
+		return 0;
+	out->data = data;
+	out->fflags = 0;
+	if (eof)
+		out->flags |= EV_EOF;
+	return 1;
+}
+
+static int64_t
+write_space(struct kqueue *kq, struct knote *kn)
+{
+	int fd = (int)kn->kn_ident, n;
+	int k = fd_kind(kq, kn);
+
+	if (k == K_PIPE) {
+		int64_t cap = PIPECAP(kn);
+
+		if (cap == 0) {
+			int c = fcntl(fd, F_GETPIPE_SZ);
+
+			if (c <= 0)
+				return 0;
+			cap = c;
+			kn->kn_sdata = (int64_t)(((uint64_t)cap << 32) |
+			    (uint32_t)WLOWAT(kn));
+		}
+		if (ioctl(fd, FIONREAD, &n) != 0)
+			return 0;
+		return cap - n > 0 ? cap - n : 0;
+	}
+	if (k == K_SOCK) {
+		uint32_t mi[SK_MEMINFO_VARS];
+		socklen_t len = sizeof(mi);
+		int64_t used;
+
+		if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) != 0)
+			return 0;
+		used = mi[SK_MEMINFO_WMEM_QUEUED] > mi[SK_MEMINFO_WMEM_ALLOC] ?
+		    mi[SK_MEMINFO_WMEM_QUEUED] : mi[SK_MEMINFO_WMEM_ALLOC];
+		return (int64_t)mi[SK_MEMINFO_SNDBUF] - used > 0 ?
+		    (int64_t)mi[SK_MEMINFO_SNDBUF] - used : 0;
+	}
+	if (k == K_EVENTFD)
+		return (int64_t)(UINT64_C(0xfffffffffffffffe) -
+		    (uint64_t)eventfd_count(fd));
+	return 0;
+}
+
+static int
+filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	int fd = (int)kn->kn_ident, eof;
+	int64_t data;
+
+	if (kn->kn_reg & R_NOPOLL) {
+		out->data = 0;
+		return 1;
+	}
+	if (hint == 0) {
+		int r = fd_poll(fd, POLLOUT);
+
+		if (r < 0)
+			return -1;
+		hint = (uint32_t)r;
+	}
+	if (!(hint & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
+		return 0;
+	eof = (hint & (EPOLLHUP | EPOLLERR)) != 0;
+	data = eof ? 0 : write_space(kq, kn);
+	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&
+	    data < (WLOWAT(kn) > 0 ? WLOWAT(kn) : 1))
+		return 0;
+	out->data = data;
+	out->fflags = 0;
+	if (eof)
+		out->flags |= EV_EOF;
+	return 1;
+}
+
+/*
+ * EVFILT_EMPTY: the send buffer holds nothing (all data acknowledged).
+ * Linux does not wake pollers when the last byte is acknowledged, so an
+ * enabled EMPTY knote that is not yet true is re-checked at least every
+ * few milliseconds by the scan (kq_nrepoll).
+ */
+static int
+filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	int fd = (int)kn->kn_ident, n;
+
+	if (kn->kn_reg & R_NOPOLL)
+		return 0;
+	if (ioctl(fd, SIOCOUTQ, &n) != 0)
+		return errno == EBADF ? -1 : 0;
+	if (n != 0)
+		return 0;
+	out->data = 0;
+	out->fflags = 0;
+	if (hint & EPOLLHUP)
+		out->flags |= EV_EOF;
+	return 1;
+}
+
+static int
+filt_emptyattach(struct kqueue *kq, struct knote *kn)
+{
+	struct stat st;
+
+	if (fstat((int)kn->kn_ident, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return EINVAL;
+	kq->kq_nrepoll++;
+	return filt_fdattach(kq, kn);
+}
+
+const struct filterops fd_read_filtops = {
+	.f_isfd = 1,
+	.f_size = sizeof(struct knote),
+	.f_attach = filt_fdattach,
+	.f_detach = filt_fddetach,
+	.f_modify = filt_fdmodify,
+	.f_update = filt_fdupdate,
+	.f_event = filt_read,
+};
+
+const struct filterops fd_write_filtops = {
+	.f_isfd = 1,
+	.f_size = sizeof(struct knote),
+	.f_attach = filt_fdattach,
+	.f_detach = filt_fddetach,
+	.f_modify = filt_fdmodify,
+	.f_update = filt_fdupdate,
+	.f_event = filt_write,
+};
+
+const struct filterops fd_empty_filtops = {
+	.f_isfd = 1,
+	.f_size = sizeof(struct knote),
+	.f_attach = filt_emptyattach,
+	.f_detach = filt_fddetach,
+	.f_modify = filt_fdmodify,
+	.f_update = filt_fdupdate,
+	.f_event = filt_empty,
+};

@@ -1,0 +1,608 @@
+/*
+ * kevent.c -- kevent(): apply the changelist (kq_register), then collect
+ * events (kq_scan), following FreeBSD's kqueue_kevent/kqueue_scan.
+ *
+ * Collection has two sources:
+ *   A. the active list kq_head, for knotes whose readiness userspace
+ *      tracks; scanned FreeBSD-style: every knote present when the pass
+ *      starts is looked at once, re-checked with f_event, and a
+ *      level-triggered one goes back to the tail (round robin);
+ *   B. the epoll set, for everything the kernel tracks; epoll hands ready
+ *      descriptors out round robin itself (level-triggered items go to the
+ *      tail of its ready list), and each event is translated into the
+ *      kevents of the knotes on that descriptor.
+ * A knote is delivered at most once per call (kn_scan), and while it is on
+ * kq_head the active list, not epoll, owns it.
+ *
+ * kq_lock is held throughout except around epoll_wait().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "kq_int.h"
+#include "fdreg.h"
+
+#define KQ_EPBATCH	128	/* epoll events fetched per epoll_wait */
+#define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
+
+/*
+ * Is kq->kq_fd still the epoll instance we created?  Called only after a
+ * system call on it failed with EBADF or EINVAL.
+ */
+static int
+kq_alive(struct kqueue *kq)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", kq->kq_fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return errno != ENOENT && errno != EBADF;
+	link[n] = 0;
+	return strcmp(link, "anon_inode:[eventpoll]") == 0;
+}
+
+/* The kqueue descriptor was closed or reused: unmap the kqueue. */
+static void
+kq_kill(struct kqueue *kq)
+{
+	kq->kq_dead = 1;
+	kq_registry_forget(kq->kq_fd, kq);
+}
+
+static int
+kq_fd_valid(uintptr_t fd)
+{
+	return fcntl((int)fd, F_GETFD) >= 0;
+}
+
+/*
+ * Apply one change.  Returns 0 or an errno (which becomes an EV_ERROR
+ * entry).  kev->fflags/data may be rewritten as on FreeBSD.
+ */
+int
+kq_register(struct kqueue *kq, struct kevent *kev)
+{
+	const struct filterops *fop;
+	struct knote *kn;
+	int error, retried = 0;
+
+	if ((kev->flags & (EV_ENABLE | EV_DISABLE)) == (EV_ENABLE | EV_DISABLE))
+		return EINVAL;
+	fop = filter_lookup(kev->filter);
+	if (fop == NULL) {
+		/* FreeBSD's null filters (AIO, LIO, SENDFILE): ENXIO. */
+		if (kev->filter == EVFILT_SENDFILE || kev->filter == EVFILT_LIO)
+			return ENXIO;
+		return EINVAL;
+	}
+	if ((kev->flags & EV_ADD) && (kev->flags & EV_KEEPUDATA))
+		return EINVAL;
+	if (kev->flags & EV_WAKEONE) {
+		if ((kev->filter != EVFILT_READ && kev->filter != EVFILT_WRITE) ||
+		    (kev->flags & (EV_ONESHOT | EV_DISPATCH)))
+			return EINVAL;
+	}
+	if (fop->f_isfd && kev->ident > INT_MAX)
+		return EBADF;
+	if (kq->kq_dead)
+		return EBADF;
+
+again:
+	kn = knote_lookup(kq, kev->ident, kev->filter, fop->f_isfd);
+	if (kn == NULL) {
+		if (!(kev->flags & EV_ADD)) {
+			if (fop->f_isfd && !kq_fd_valid(kev->ident))
+				return EBADF;
+			return ENOENT;
+		}
+		kn = knote_alloc(kq, fop);
+		if (kn == NULL)
+			return ENOMEM;
+		kn->kn_ident = kev->ident;
+		kn->kn_filter = (int8_t)kev->filter;
+		kn->kn_udata = kev->udata;
+		kn->kn_flags = kev->flags & ~(EV_ADD | EV_DELETE | EV_ENABLE |
+		    EV_DISABLE | EV_FORCEONESHOT | EV_KEEPUDATA);
+		if (kev->flags & EV_DISABLE)
+			kn->kn_status |= KN_DISABLED;
+		kn->kn_scan = kq->kq_scanid - 1;
+		error = fop->f_modify ? fop->f_modify(kq, kn, kev) : 0;
+		if (error == 0) {
+			kn->kn_sfflags = kev->fflags;
+			if (fop->f_modify == NULL)
+				kn->kn_sdata = kev->data;
+			error = knote_link(kq, kn, fop->f_isfd);
+		} else {
+			knote_free(kq, kn);
+			return error;
+		}
+		if (error != 0) {
+			knote_free(kq, kn);
+			return error;
+		}
+		kev->fflags = 0;
+		kev->data = 0;
+		error = fop->f_attach ? fop->f_attach(kq, kn) : 0;
+		if (error != 0) {
+			int stale = fop->f_isfd && kn->kn_link != NULL &&
+			    (error == ENOENT || error == EBADF);
+
+			knote_unlink(kq, kn, fop->f_isfd);
+			knote_free(kq, kn);
+			if (stale) {
+				/*
+				 * The chain belonged to a descriptor that was
+				 * closed; the number now names another file.
+				 */
+				knote_drop_fd(kq, (int)kev->ident);
+				if (!retried++)
+					goto again;
+			}
+			if (error == ENOENT)
+				error = EBADF;
+			if (error == ELOOP)
+				error = EINVAL;
+			if (error == EINVAL && fop->f_isfd &&
+			    kev->ident == (uintptr_t)kq->kq_fd)
+				error = EINVAL;
+			return error;
+		}
+		return 0;
+	}
+
+	if (kev->flags & EV_DELETE) {
+		uint32_t reg = kn->kn_reg;
+		int fd = (int)kn->kn_ident;
+
+		knote_drop(kq, kn);
+		if (fop->f_isfd && (reg & R_REG) && knote_fdchain(kq, fd) &&
+		    !kq_fd_valid((uintptr_t)fd)) {
+			knote_drop_fd(kq, fd);
+			return EBADF;
+		}
+		return 0;
+	}
+
+	if (kev->flags & EV_FORCEONESHOT) {
+		kn->kn_flags |= EV_ONESHOT;
+		kn->kn_status |= KN_ACTIVE;
+		knote_enqueue(kq, kn);
+	}
+	if (kev->flags & EV_ENABLE)
+		kn->kn_status &= ~KN_DISABLED;
+	else if (kev->flags & EV_DISABLE)
+		kn->kn_status |= KN_DISABLED;
+	if (!(kev->flags & EV_KEEPUDATA))
+		kn->kn_udata = kev->udata;
+	if (fop->f_modify != NULL)
+		error = fop->f_modify(kq, kn, kev);
+	else {
+		kn->kn_sfflags = kev->fflags;
+		kn->kn_sdata = kev->data;
+		error = 0;
+	}
+	if (error == 0 && fop->f_update != NULL)
+		error = fop->f_update(kq, kn, (kev->flags & EV_ADD) != 0);
+	if (error != 0 && fop->f_isfd && (error == ENOENT || error == EBADF)) {
+		/* The descriptor was closed (and maybe reused) under us. */
+		int fd = (int)kev->ident;
+
+		knote_drop_fd(kq, fd);
+		if ((kev->flags & EV_ADD) && !retried++ && kq_fd_valid(kev->ident))
+			goto again;
+		return kq_fd_valid(kev->ident) ? ENOENT : EBADF;
+	}
+	return error;
+}
+
+/* After a knote was copied out: apply EV_ONESHOT/EV_DISPATCH/EV_CLEAR. */
+static void
+kq_delivered(struct kqueue *kq, struct knote *kn,
+    const struct filterops *fop)
+{
+	kn->kn_scan = kq->kq_scanid;
+	kn->kn_status &= ~KN_ACTIVE;
+	if (kn->kn_flags & EV_ONESHOT) {
+		knote_drop(kq, kn);
+	} else if (kn->kn_flags & EV_DISPATCH) {
+		kn->kn_status |= KN_DISABLED;
+		if (fop->f_update != NULL)
+			(void)fop->f_update(kq, kn, 0);
+	} else if (kn->kn_flags & EV_CLEAR) {
+		if (fop->f_clear != NULL)
+			fop->f_clear(kq, kn);
+	} else if (!fop->f_isfd || (kn->kn_status & KN_EMUL) ||
+	    (kn->kn_reg & R_NOPOLL)) {
+		/* Level-triggered and tracked here: look again next scan. */
+		knote_enqueue(kq, kn);
+	}
+}
+
+static void
+kq_prefill(struct kevent *o, const struct knote *kn)
+{
+	o->ident = kn->kn_ident;
+	o->filter = kn->kn_filter;
+	o->flags = kn->kn_flags;
+	o->fflags = 0;
+	o->data = 0;
+	o->udata = kn->kn_udata;
+	o->ext[0] = o->ext[1] = o->ext[2] = o->ext[3] = 0;
+}
+
+/* Pass A: the active list.  Returns the number of kevents written. */
+static int
+kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
+{
+	int cnt = kq->kq_count, k = 0;
+
+	while (cnt-- > 0 && k < room) {
+		struct knote *kn = STAILQ_FIRST(&kq->kq_head);
+		const struct filterops *fop;
+		int r;
+
+		STAILQ_REMOVE_HEAD(&kq->kq_head, kn_tqe);
+		kq->kq_count--;
+		kn->kn_status &= ~KN_QUEUED;
+		if (kn->kn_status & KN_DROPPED) {
+			knote_free(kq, kn);
+			continue;
+		}
+		if (kn->kn_status & KN_DISABLED)
+			continue;
+		if (kn->kn_scan == kq->kq_scanid) {
+			/* Already reported by this call: keep it for later. */
+			knote_enqueue(kq, kn);
+			continue;
+		}
+		fop = filter_lookup(kn->kn_filter);
+		kq_prefill(&out[k], kn);
+		r = fop->f_event(kq, kn, 0, &out[k]);
+		if (r < 0) {
+			knote_drop_fd(kq, (int)kn->kn_ident);
+			continue;
+		}
+		if (r == 0) {
+			if (!((kn->kn_status & KN_ACTIVE) &&
+			    (kn->kn_flags & EV_ONESHOT)))
+				continue;
+			/* EV_FORCEONESHOT: reported even if not ready. */
+		}
+		k++;
+		kq_delivered(kq, kn, fop);
+	}
+	return k;
+}
+
+/* Pass B: translate one epoll event.  Returns the kevents written. */
+static int
+kq_translate(struct kqueue *kq, const struct epoll_event *e,
+    struct kevent *out, int room)
+{
+	struct knote *kn, *next;
+	int fd, k = 0;
+
+	if (e->data.u64 & KQ_SRCKEY) {
+		struct kqsrc *src = &kq->kq_src[e->data.u64 & (KQ_NSRC - 1)];
+
+		if (src->ks_ready != NULL)
+			src->ks_ready(kq, src, e->events);
+		return 0;
+	}
+	fd = (int)e->data.u64;
+	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = next) {
+		const struct filterops *fop;
+		uint32_t want;
+		int r;
+
+		next = kn->kn_link;
+		if (kn->kn_status & (KN_DISABLED | KN_QUEUED | KN_DROPPED))
+			continue;
+		if (kn->kn_scan == kq->kq_scanid)
+			continue;
+		want = kn->kn_filter == EVFILT_READ ?
+		    (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) :
+		    (EPOLLOUT | EPOLLHUP | EPOLLERR);
+		if (!(e->events & want))
+			continue;
+		if (k == room) {
+			/* No room: the active list reports it next time. */
+			knote_enqueue(kq, kn);
+			continue;
+		}
+		fop = filter_lookup(kn->kn_filter);
+		kq_prefill(&out[k], kn);
+		r = fop->f_event(kq, kn, e->events, &out[k]);
+		if (r < 0) {
+			knote_drop_fd(kq, fd);
+			break;
+		}
+		if (r == 0)
+			continue;
+		k++;
+		kq_delivered(kq, kn, fop);
+	}
+	return k;
+}
+
+/* Enqueue the EVFILT_EMPTY knotes for their periodic re-check. */
+static void
+kq_repoll(struct kqueue *kq)
+{
+	int fd;
+	struct knote *kn;
+
+	for (fd = 0; fd < kq->kq_fdtabsize; fd++)
+		for (kn = kq->kq_fdtab[fd]; kn != NULL; kn = kn->kn_link)
+			if (kn->kn_filter == EVFILT_EMPTY &&
+			    !(kn->kn_status & KN_DISABLED))
+				knote_enqueue(kq, kn);
+}
+
+static int64_t
+ts_to_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static int64_t
+now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return ts_to_ns(&t);
+}
+
+static int have_pwait2 = 1;
+
+/* epoll_wait with a nanosecond timeout (-1: forever). */
+static int
+kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
+{
+#ifdef SYS_epoll_pwait2
+	if (tmo_ns > 0 && (tmo_ns % 1000000) != 0 &&
+	    atomic_load_explicit((_Atomic int *)&have_pwait2,
+	    memory_order_relaxed)) {
+		struct timespec ts = { tmo_ns / 1000000000, tmo_ns % 1000000000 };
+		int r = (int)syscall(SYS_epoll_pwait2, epfd, ev, n, &ts, NULL, 8);
+
+		if (r >= 0 || errno != ENOSYS)
+			return r;
+		atomic_store_explicit((_Atomic int *)&have_pwait2, 0,
+		    memory_order_relaxed);
+	}
+#endif
+	if (tmo_ns < 0)
+		return epoll_wait(epfd, ev, n, -1);
+	if (tmo_ns / 1000000 >= INT_MAX)
+		return epoll_wait(epfd, ev, n, INT_MAX);
+	return epoll_wait(epfd, ev, n, (int)((tmo_ns + 999999) / 1000000));
+}
+
+/*
+ * Collect up to nevents events.  Returns the count, or -errno.
+ * Called and returns with kq_lock held.
+ */
+static int
+kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
+    const struct timespec *tsp)
+{
+	struct epoll_event ev[KQ_EPBATCH];
+	int64_t deadline = -1, tmo;
+	int n = 0, r, i, infinite = 0, zero = 0;
+
+	if (tsp == NULL)
+		infinite = 1;
+	else if (tsp->tv_sec == 0 && tsp->tv_nsec == 0)
+		zero = 1;
+	else if (tsp->tv_sec > INT32_MAX)
+		infinite = 1;
+	else
+		deadline = now_ns() + ts_to_ns(tsp);
+
+	kq->kq_scanid++;
+	for (;;) {
+		n += kq_scan_active(kq, out + n, nevents - n);
+		if (n == nevents)
+			break;
+		if (n > 0 || zero)
+			tmo = 0;
+		else if (infinite)
+			tmo = -1;
+		else {
+			tmo = deadline - now_ns();
+			if (tmo < 0)
+				tmo = 0;
+		}
+		if (kq->kq_nrepoll > 0 && (tmo < 0 ||
+		    tmo > KQ_REPOLL_MS * 1000000))
+			tmo = KQ_REPOLL_MS * 1000000;
+		KQ_UNLOCK(kq);
+		r = kq_epoll_wait(kq->kq_fd, ev,
+		    nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH, tmo);
+		KQ_LOCK(kq);
+		if (r < 0) {
+			int e = errno;
+
+			if (n > 0)
+				break;
+			if ((e == EBADF || e == EINVAL) && !kq_alive(kq)) {
+				kq_kill(kq);
+				return -EBADF;
+			}
+			return -e;
+		}
+		for (i = 0; i < r && n < nevents; i++)
+			n += kq_translate(kq, &ev[i], out + n, nevents - n);
+		for (; i < r; i++) {
+			/* Out of room: internal sources still need service. */
+			n += kq_translate(kq, &ev[i], out + n, 0);
+		}
+		if (kq->kq_nrepoll > 0)
+			kq_repoll(kq);
+		if (n == nevents)
+			break;
+		if (r == KQ_EPBATCH)
+			continue;	/* more may be ready: fetch without waiting */
+		if (kq->kq_count > 0) {
+			n += kq_scan_active(kq, out + n, nevents - n);
+			if (n > 0)
+				break;
+		}
+		if (n > 0 || zero)
+			break;
+		if (!infinite && now_ns() >= deadline)
+			break;
+		/* Only stale or internal events: wait again (never return 0
+		   from an infinite wait). */
+	}
+	return n;
+}
+
+KQ_EXPORT int
+kevent(int kqfd, const struct kevent *changelist, int nchanges,
+    struct kevent *eventlist, int nevents, const struct timespec *timeout)
+{
+	struct kqueue *kq;
+	int i, nerr = 0, error, n;
+
+	kq = kq_registry_acquire(kqfd);
+	if (kq == NULL) {
+		errno = EBADF;
+		return -1;
+	}
+	if (nchanges < 0 || nevents < 0) {
+		error = EINVAL;
+		goto fail;
+	}
+	if ((nchanges > 0 && changelist == NULL) ||
+	    (nevents > 0 && eventlist == NULL)) {
+		error = EFAULT;
+		goto fail;
+	}
+	KQ_LOCK(kq);
+	if (kq->kq_dead) {
+		KQ_UNLOCK(kq);
+		error = EBADF;
+		goto fail;
+	}
+	for (i = 0; i < nchanges; i++) {
+		struct kevent kev = changelist[i];
+
+		if (kev.filter == 0)
+			continue;
+		kev.flags &= ~EV_SYSFLAGS;
+		error = kq_register(kq, &kev);
+		if (kq->kq_dead) {
+			KQ_UNLOCK(kq);
+			error = EBADF;
+			goto fail;
+		}
+		if (error != 0 || (kev.flags & EV_RECEIPT)) {
+			if (nevents == 0) {
+				kq_bell_update(kq);
+				KQ_UNLOCK(kq);
+				if (error != 0)
+					goto fail;
+				kq_release(kq);
+				return 0;
+			}
+			kev.flags = EV_ERROR;
+			kev.data = error;
+			eventlist[nerr++] = kev;
+			nevents--;
+		}
+	}
+	if (nerr > 0 || nevents == 0) {
+		kq_bell_update(kq);
+		KQ_UNLOCK(kq);
+		kq_release(kq);
+		return nerr;
+	}
+	if (timeout != NULL && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+	    timeout->tv_nsec >= 1000000000)) {
+		kq_bell_update(kq);
+		KQ_UNLOCK(kq);
+		error = EINVAL;
+		goto fail;
+	}
+	n = kq_scan(kq, eventlist, nevents, timeout);
+	kq_bell_update(kq);
+	KQ_UNLOCK(kq);
+	kq_release(kq);
+	if (n < 0) {
+		errno = -n;
+		return -1;
+	}
+	return n;
+fail:
+	kq_release(kq);
+	errno = error;
+	return -1;
+}
+
+/*
+ * The number of events pending on the kqueue whose descriptor is fd (data
+ * of EVFILT_READ on a kqueue).  Events the inner epoll set would hand out
+ * only once (edge-triggered registrations) are moved to the inner active
+ * list so that counting does not lose them.  Lock order: outer kqueue,
+ * then inner (epoll forbids cycles of nested instances).
+ */
+int64_t
+kq_pending(int fd)
+{
+	struct kqueue *kq = kq_registry_acquire(fd);
+	struct epoll_event ev[KQ_EPBATCH];
+	struct knote *kn;
+	int64_t count = 0;
+	int r, i;
+
+	if (kq == NULL)
+		return 1;	/* a foreign epoll instance: it is readable */
+	KQ_LOCK(kq);
+	if (!kq->kq_dead) {
+		r = epoll_wait(kq->kq_fd, ev, KQ_EPBATCH, 0);
+		for (i = 0; i < r; i++) {
+			if (ev[i].data.u64 & KQ_SRCKEY) {
+				struct kqsrc *src =
+				    &kq->kq_src[ev[i].data.u64 & (KQ_NSRC - 1)];
+
+				if (src->ks_ready != NULL && src != &kq->kq_src[KQ_SRC_BELL])
+					src->ks_ready(kq, src, ev[i].events);
+				continue;
+			}
+			for (kn = knote_fdchain(kq, (int)ev[i].data.u64);
+			    kn != NULL; kn = kn->kn_link) {
+				uint32_t want = kn->kn_filter == EVFILT_READ ?
+				    (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) :
+				    (EPOLLOUT | EPOLLHUP | EPOLLERR);
+
+				if (kn->kn_status & (KN_DISABLED | KN_QUEUED) ||
+				    !(ev[i].events & want))
+					continue;
+				if (kn->kn_reg & R_ET)
+					knote_enqueue(kq, kn);
+				else
+					count++;
+			}
+		}
+	}
+	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
+		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))
+			count++;
+	kq_bell_update(kq);
+	KQ_UNLOCK(kq);
+	kq_release(kq);
+	return count;
+}

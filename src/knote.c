@@ -1,0 +1,344 @@
+/*
+ * knote.c -- knote storage: allocation, the descriptor table, the ident
+ * hash, the active list and the doorbell.  Everything here runs with
+ * kq_lock held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "kq_int.h"
+
+#define KQEXTENT	256		/* fd table growth step */
+#define KN_SLAB		4096		/* bytes per knote cache block */
+#define KN_HASHMIN	64
+
+/*
+ * Knotes of the base size come from a per-kqueue cache carved out of 4 KiB
+ * blocks, so that EV_ADD/EV_DELETE cycles allocate nothing in steady state
+ * and a knote costs its 56 bytes without malloc's header.  Blocks are
+ * freed with the kqueue.  Larger knotes (filters with f_size > base) use
+ * malloc.
+ */
+struct knslab {
+	struct knslab	*ks_next;
+};
+
+struct knote *
+knote_alloc(struct kqueue *kq, const struct filterops *fop)
+{
+	struct knote *kn;
+
+	if (fop->f_size > sizeof(struct knote)) {
+		kn = calloc(1, fop->f_size);
+		return kn;
+	}
+	if (kq->kq_freekn == NULL) {
+		struct knslab *s = malloc(KN_SLAB);
+		char *p;
+		size_t off;
+
+		if (s == NULL)
+			return NULL;
+		s->ks_next = kq->kq_slabs;
+		kq->kq_slabs = s;
+		off = (sizeof(*s) + _Alignof(struct knote) - 1) &
+		    ~(_Alignof(struct knote) - 1);
+		for (p = (char *)s + off; p + sizeof(struct knote) <=
+		    (char *)s + KN_SLAB; p += sizeof(struct knote)) {
+			kn = (struct knote *)(void *)p;
+			kn->kn_link = kq->kq_freekn;
+			kq->kq_freekn = kn;
+		}
+	}
+	kn = kq->kq_freekn;
+	kq->kq_freekn = kn->kn_link;
+	memset(kn, 0, sizeof(*kn));
+	return kn;
+}
+
+void
+knote_free(struct kqueue *kq, struct knote *kn)
+{
+	const struct filterops *fop = filter_lookup(kn->kn_filter);
+
+	if (fop != NULL && fop->f_size > sizeof(struct knote)) {
+		free(kn);
+		return;
+	}
+	kn->kn_link = kq->kq_freekn;
+	kq->kq_freekn = kn;
+}
+
+static size_t
+kn_hash(uintptr_t ident, int filter, size_t mask)
+{
+	uint64_t h = (uint64_t)ident * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (size_t)((h >> 32) ^ (uint64_t)(filter & 0xff)) & mask;
+}
+
+struct knote *
+knote_fdchain(struct kqueue *kq, int fd)
+{
+	if (fd < 0 || fd >= kq->kq_fdtabsize)
+		return NULL;
+	return kq->kq_fdtab[fd];
+}
+
+struct knote *
+knote_lookup(struct kqueue *kq, uintptr_t ident, int filter, int isfd)
+{
+	struct knote *kn;
+
+	if (isfd) {
+		if (ident >= (uintptr_t)kq->kq_fdtabsize)
+			return NULL;
+		kn = kq->kq_fdtab[ident];
+	} else {
+		if (kq->kq_hashmask == 0)
+			return NULL;
+		kn = kq->kq_hash[kn_hash(ident, filter, kq->kq_hashmask)];
+	}
+	for (; kn != NULL; kn = kn->kn_link)
+		if (kn->kn_filter == filter && kn->kn_ident == ident)
+			return kn;
+	return NULL;
+}
+
+static int
+kq_hash_grow(struct kqueue *kq)
+{
+	size_t nsize = kq->kq_hashmask ? (kq->kq_hashmask + 1) * 2 : KN_HASHMIN;
+	struct knote **nh = calloc(nsize, sizeof(*nh));
+	size_t i;
+
+	if (nh == NULL)
+		return ENOMEM;
+	for (i = 0; kq->kq_hashmask && i <= kq->kq_hashmask; i++) {
+		struct knote *kn, *next;
+
+		for (kn = kq->kq_hash[i]; kn != NULL; kn = next) {
+			size_t b = kn_hash(kn->kn_ident, kn->kn_filter,
+			    nsize - 1);
+
+			next = kn->kn_link;
+			kn->kn_link = nh[b];
+			nh[b] = kn;
+		}
+	}
+	free(kq->kq_hash);
+	kq->kq_hash = nh;
+	kq->kq_hashmask = nsize - 1;
+	return 0;
+}
+
+/* Link a new knote into the fd table or the hash. */
+int
+knote_link(struct kqueue *kq, struct knote *kn, int isfd)
+{
+	if (isfd) {
+		int fd = (int)kn->kn_ident;
+
+		if (fd >= kq->kq_fdtabsize) {
+			int nsize = kq->kq_fdtabsize;
+			struct knote **nt;
+
+			while (nsize <= fd)
+				nsize += KQEXTENT;
+			nt = realloc(kq->kq_fdtab, (size_t)nsize * sizeof(*nt));
+			if (nt == NULL)
+				return ENOMEM;
+			memset(nt + kq->kq_fdtabsize, 0,
+			    (size_t)(nsize - kq->kq_fdtabsize) * sizeof(*nt));
+			kq->kq_fdtab = nt;
+			kq->kq_fdtabsize = nsize;
+		}
+		/* Every knote of a chain carries the registration state. */
+		kn->kn_reg = kq->kq_fdtab[fd] ? kq->kq_fdtab[fd]->kn_reg : 0;
+		kn->kn_link = kq->kq_fdtab[fd];
+		kq->kq_fdtab[fd] = kn;
+	} else {
+		size_t b;
+
+		if (kq->kq_nhashed + 1 > (kq->kq_hashmask + 1) * 2 ||
+		    kq->kq_hashmask == 0) {
+			int e = kq_hash_grow(kq);
+
+			if (e != 0)
+				return e;
+		}
+		b = kn_hash(kn->kn_ident, kn->kn_filter, kq->kq_hashmask);
+		kn->kn_link = kq->kq_hash[b];
+		kq->kq_hash[b] = kn;
+		kq->kq_nhashed++;
+	}
+	return 0;
+}
+
+void
+knote_unlink(struct kqueue *kq, struct knote *kn, int isfd)
+{
+	struct knote **pp;
+
+	if (isfd)
+		pp = &kq->kq_fdtab[kn->kn_ident];
+	else
+		pp = &kq->kq_hash[kn_hash(kn->kn_ident, kn->kn_filter,
+		    kq->kq_hashmask)];
+	for (; *pp != NULL; pp = &(*pp)->kn_link) {
+		if (*pp == kn) {
+			*pp = kn->kn_link;
+			break;
+		}
+	}
+	kn->kn_link = NULL;
+	if (!isfd)
+		kq->kq_nhashed--;
+}
+
+/* Put kn on the active list (once). */
+void
+knote_enqueue(struct kqueue *kq, struct knote *kn)
+{
+	if (kn->kn_status & (KN_QUEUED | KN_DROPPED))
+		return;
+	kn->kn_status |= KN_QUEUED;
+	STAILQ_INSERT_TAIL(&kq->kq_head, kn, kn_tqe);
+	kq->kq_count++;
+}
+
+/*
+ * Remove kn from the kqueue: detach it from its source, unlink it, and free
+ * it -- or, when it is still on the active list, mark it dropped so the
+ * scan frees it when it reaches it.
+ */
+void
+knote_drop(struct kqueue *kq, struct knote *kn)
+{
+	const struct filterops *fop = filter_lookup(kn->kn_filter);
+
+	knote_unlink(kq, kn, fop->f_isfd);
+	kn->kn_status |= KN_DROPPED;
+	if (fop->f_detach != NULL)
+		fop->f_detach(kq, kn);
+	if (!(kn->kn_status & KN_QUEUED))
+		knote_free(kq, kn);
+}
+
+/*
+ * The descriptor fd was closed (or its number reused) behind our back:
+ * drop every knote on it without touching the kernel registration, which
+ * the kernel removed with the file (see docs/DESIGN.md on dup()).
+ */
+void
+knote_drop_fd(struct kqueue *kq, int fd)
+{
+	struct knote *kn;
+
+	fdreg_forget(kq, fd);
+	while ((kn = knote_fdchain(kq, fd)) != NULL)
+		knote_drop(kq, kn);
+}
+
+static void
+kq_bell_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
+{
+	/* Nothing to do: the scan looks at kq_head anyway. */
+	(void)kq;
+	(void)src;
+	(void)events;
+}
+
+/*
+ * Keep the doorbell in step with the active list: readable while kq_head is
+ * non-empty, so that poll/select/epoll on the kqueue descriptor and threads
+ * blocked in epoll_wait() see work that only userspace knows about.
+ */
+void
+kq_bell_update(struct kqueue *kq)
+{
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_BELL];
+	uint64_t v = 1;
+	ssize_t r;
+
+	if (kq->kq_dead)
+		return;
+	if (kq->kq_count > 0 && !kq->kq_bell_rung) {
+		if (src->ks_ready == NULL) {
+			int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+			if (fd < 0)
+				return;
+			if (kq_src_add(kq, KQ_SRC_BELL, fd, kq_bell_ready)) {
+				close(fd);
+				return;
+			}
+		}
+		r = write(src->ks_fd, &v, sizeof(v));
+		(void)r;
+		kq->kq_bell_rung = 1;
+	} else if (kq->kq_count == 0 && kq->kq_bell_rung) {
+		r = read(src->ks_fd, &v, sizeof(v));
+		(void)r;
+		kq->kq_bell_rung = 0;
+	}
+}
+
+/* Register an internal descriptor in the kqueue's epoll set. */
+int
+kq_src_add(struct kqueue *kq, int slot,
+    int fd, void (*ready)(struct kqueue *, struct kqsrc *, uint32_t))
+{
+	struct epoll_event ev;
+
+	ev.events = EPOLLIN;
+	ev.data.u64 = KQ_SRCKEY | (uint64_t)slot;
+	if (epoll_ctl(kq->kq_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		return errno;
+	kq->kq_src[slot].ks_fd = fd;
+	kq->kq_src[slot].ks_ready = ready;
+	return 0;
+}
+
+/* Free every knote and table (kqueue destruction). */
+void
+kq_free_all(struct kqueue *kq)
+{
+	struct knote *kn;
+	int fd;
+	size_t i;
+	void *s, *next;
+
+	for (fd = 0; fd < kq->kq_fdtabsize; fd++)
+		while ((kn = kq->kq_fdtab[fd]) != NULL)
+			knote_drop(kq, kn);
+	for (i = 0; kq->kq_hashmask && i <= kq->kq_hashmask; i++)
+		while ((kn = kq->kq_hash[i]) != NULL)
+			knote_drop(kq, kn);
+	while ((kn = STAILQ_FIRST(&kq->kq_head)) != NULL) {
+		STAILQ_REMOVE_HEAD(&kq->kq_head, kn_tqe);
+		kn->kn_status &= ~KN_QUEUED;
+		if (kn->kn_status & KN_DROPPED)
+			knote_free(kq, kn);
+	}
+	kq->kq_count = 0;
+	free(kq->kq_fdtab);
+	kq->kq_fdtab = NULL;
+	kq->kq_fdtabsize = 0;
+	free(kq->kq_hash);
+	kq->kq_hash = NULL;
+	kq->kq_hashmask = 0;
+	kq->kq_nhashed = 0;
+	for (s = kq->kq_slabs; s != NULL; s = next) {
+		next = ((struct knslab *)s)->ks_next;
+		free(s);
+	}
+	kq->kq_slabs = NULL;
+	kq->kq_freekn = NULL;
+	kq->kq_nrepoll = 0;
+	kq->kq_scanid = 0;
+}

@@ -1,0 +1,196 @@
+/*
+ * kq_int.h -- the one private header of libkq: the kqueue, the knote, the
+ * filter operations and the prototypes shared between the engine's files.
+ *
+ * Data model (Lemon's, see docs/DESIGN.md):
+ *   - struct kqueue owns one epoll instance; the epoll descriptor *is* the
+ *     descriptor kqueue() returns, so poll/select/epoll/another kqueue can
+ *     watch it directly.
+ *   - a knote is one (ident, filter) registration.  Knotes on descriptors
+ *     hang off kq_fdtab[fd] (a chain of at most three: READ, WRITE, EMPTY);
+ *     other knotes hang off the kq_hash buckets.
+ *   - kq_head is the active list for knotes whose readiness userspace has to
+ *     track itself (overflow of a full eventlist, level-triggered knotes on
+ *     an edge-triggered registration, regular files, later: timers, user
+ *     events, signals).  Knotes on a level-triggered epoll registration are
+ *     tracked by the kernel and are normally not on it.
+ *
+ * Locking: kq_lock protects every field of the kqueue and all its knotes.
+ * It is never held across a blocking epoll_wait().  The process-wide
+ * registry (registry.c) maps descriptor numbers to kqueues without a lock
+ * on the lookup path.
+ */
+#ifndef KQ_INT_H
+#define KQ_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/event.h>
+
+#define KQ_EXPORT	__attribute__((visibility("default")))
+
+struct kqueue;
+struct knote;
+
+/*
+ * Filter operations.  Every hook is called with kq_lock held.
+ *
+ * f_attach	a new knote was linked (kn_sfflags/kn_sdata/kn_flags set from
+ *		the change); returns 0 or an errno, in which case the engine
+ *		unlinks and frees the knote.
+ * f_detach	the knote is about to be unlinked and freed (EV_DELETE,
+ *		one-shot delivery, close of the kqueue).  Must release what
+ *		f_attach took.  May be called with kq_dead set (no syscalls on
+ *		the epoll descriptor then).
+ * f_modify	EV_ADD on an existing knote: take the new fflags/data (udata
+ *		is the engine's).  Returns 0 or an errno.  NULL: copy them.
+ * f_update	the knote's enabled state or flags changed (EV_ENABLE,
+ *		EV_DISABLE, EV_DISPATCH after delivery, after f_modify): bring
+ *		the event source in line and, if the condition holds now and
+ *		the knote is enabled, make sure it will be reported.  readd is
+ *		set for EV_ADD on an existing knote (FreeBSD re-evaluates the
+ *		filter then).  Returns 0 or an errno (ENOENT/EBADF: the
+ *		descriptor behind it was closed or its number reused).
+ * f_event	is the knote's condition true?  hint is the epoll event mask
+ *		that woke it, or 0 for a re-check from the active list.  When
+ *		true, fill out->data, out->fflags and OR extra flags (EV_EOF)
+ *		into out->flags and return 1; otherwise return 0.
+ * f_clear	after an EV_CLEAR knote was delivered: reset its state.
+ */
+struct filterops {
+	int	f_isfd;		/* ident is a descriptor */
+	size_t	f_size;		/* allocation size of the knote */
+	int	(*f_attach)(struct kqueue *, struct knote *);
+	void	(*f_detach)(struct kqueue *, struct knote *);
+	int	(*f_modify)(struct kqueue *, struct knote *, const struct kevent *);
+	int	(*f_update)(struct kqueue *, struct knote *, int readd);
+	int	(*f_event)(struct kqueue *, struct knote *, uint32_t hint,
+		    struct kevent *out);
+	void	(*f_clear)(struct kqueue *, struct knote *);
+};
+
+/* knote status bits (kn_status) */
+#define KN_QUEUED	0x01	/* on kq_head */
+#define KN_DISABLED	0x02	/* EV_DISABLE or dispatched */
+#define KN_DROPPED	0x04	/* unlinked; freed when it leaves kq_head */
+#define KN_ACTIVE	0x08	/* userspace-tracked condition is true */
+#define KN_EMUL		0x10	/* level-triggered on an edge registration */
+
+/*
+ * A registration.  56 bytes: with the 8-byte kq_fdtab slot a watched
+ * descriptor costs 64 bytes.  Filters that need more state allocate a
+ * larger object that starts with a struct knote (f_size).
+ */
+struct knote {
+	STAILQ_ENTRY(knote) kn_tqe;	/* kq_head link, when KN_QUEUED */
+	struct knote	*kn_link;	/* next on the fd chain / hash bucket */
+	void		*kn_udata;
+	uintptr_t	 kn_ident;
+	int64_t		 kn_sdata;	/* filter input data */
+	uint32_t	 kn_sfflags;	/* filter input fflags */
+	uint16_t	 kn_flags;	/* stored EV_ flags (no ADD/DELETE/...) */
+	int8_t		 kn_filter;	/* EVFILT_* */
+	uint8_t		 kn_status;	/* KN_* */
+	uint32_t	 kn_reg;	/* fd knotes: epoll registration state
+					   of the whole fd (same on every knote
+					   of the chain), see fdreg.c */
+	uint32_t	 kn_scan;	/* kq_scanid of the last delivery */
+};
+
+STAILQ_HEAD(knlist, knote);
+
+/*
+ * An internal event source registered in the kqueue's epoll set (the
+ * doorbell, inotify, later timerfd/signalfd/pidfds).  The epoll key is
+ * KQ_SRCKEY | index.  Owned by the kqueue; freed only at destruction.
+ */
+struct kqsrc {
+	int	 ks_fd;
+	void	(*ks_ready)(struct kqueue *, struct kqsrc *, uint32_t events);
+	void	*ks_arg;
+};
+
+#define KQ_SRCKEY	(UINT64_C(1) << 63)
+#define KQ_NSRC		8
+#define KQ_SRC_BELL	0
+#define KQ_SRC_INOTIFY	1
+
+struct kqueue {
+	pthread_mutex_t	 kq_lock;
+	_Atomic uint32_t kq_refs;	/* registry's + one per kevent() call */
+	int		 kq_fd;		/* epoll descriptor == the kqueue fd */
+	int		 kq_dead;	/* fd closed or foreign: no more syscalls */
+	struct knlist	 kq_head;	/* active list (userspace-tracked) */
+	int		 kq_count;	/* entries on kq_head (incl. dropped) */
+	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
+	uint32_t	 kq_scanid;	/* bumped by every collection */
+	struct knote	**kq_fdtab;	/* knote chains indexed by descriptor */
+	int		 kq_fdtabsize;
+	struct knote	**kq_hash;	/* non-descriptor knotes */
+	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
+	size_t		 kq_nhashed;
+	struct knote	*kq_freekn;	/* cache of free 56-byte knotes */
+	void		*kq_slabs;	/* blocks the cache was carved from */
+	int		 kq_nrepoll;	/* knotes that must be re-checked on a
+					   timer (EVFILT_EMPTY) */
+	struct kqsrc	 kq_src[KQ_NSRC];
+	struct kqueue	*kq_poolnext;	/* registry pool link */
+};
+
+#define KQ_LOCK(kq)	pthread_mutex_lock(&(kq)->kq_lock)
+#define KQ_UNLOCK(kq)	pthread_mutex_unlock(&(kq)->kq_lock)
+
+/* registry.c: descriptor number -> kqueue, and the kqueue pool */
+struct kqueue	*kq_registry_acquire(int fd);
+void		 kq_registry_insert(int fd, struct kqueue *kq);
+void		 kq_registry_forget(int fd, struct kqueue *kq);
+void		 kq_release(struct kqueue *kq);
+struct kqueue	*kq_pool_get(void);
+void		 kq_pool_put(struct kqueue *kq);
+struct kqueue	*kq_registry_peek(int fd);
+
+/* kqueue.c */
+void		 kq_destroy(struct kqueue *kq);
+
+/* knote.c */
+struct knote	*knote_alloc(struct kqueue *, const struct filterops *);
+void		 knote_free(struct kqueue *, struct knote *);
+struct knote	*knote_lookup(struct kqueue *, uintptr_t ident, int filter,
+		    int isfd);
+int		 knote_link(struct kqueue *, struct knote *, int isfd);
+void		 knote_unlink(struct kqueue *, struct knote *, int isfd);
+struct knote	*knote_fdchain(struct kqueue *, int fd);
+void		 knote_enqueue(struct kqueue *, struct knote *);
+void		 knote_drop(struct kqueue *, struct knote *);
+void		 knote_drop_fd(struct kqueue *, int fd);
+void		 kq_bell_update(struct kqueue *);
+void		 kq_free_all(struct kqueue *);
+
+/* kevent.c */
+int		 kq_register(struct kqueue *, struct kevent *);
+int64_t		 kq_pending(int fd);
+
+/* filter.c */
+const struct filterops *filter_lookup(int filter);
+
+/* fdreg.c: the epoll registration shared by the knotes of one fd */
+void		 fdreg_forget(struct kqueue *, int fd);
+
+/* filt_fd.c */
+extern const struct filterops fd_read_filtops;
+extern const struct filterops fd_write_filtops;
+extern const struct filterops fd_empty_filtops;
+
+
+/* inotify.c: file growth notification for READ on regular files */
+int		 kq_inotify_watch(struct kqueue *, struct knote *);
+void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
+
+/* kqsrc.c */
+int		 kq_src_add(struct kqueue *, int slot, int fd,
+		    void (*ready)(struct kqueue *, struct kqsrc *, uint32_t));
+
+#endif /* KQ_INT_H */

@@ -1,0 +1,100 @@
+/*
+ * kqueue.c -- kqueue(), kqueuex(), kqueue1(): creation and destruction of a
+ * kqueue.
+ *
+ * A kqueue is an epoll instance plus a struct kqueue.  The epoll descriptor
+ * is the descriptor handed to the application; internal descriptors (the
+ * doorbell eventfd, inotify) are created lazily, the first time a filter
+ * needs them, so that kqueue()+close() costs little more than
+ * epoll_create1()+close().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+
+#include "kq_int.h"
+
+static int
+kqueue_create(int cloexec)
+{
+	struct kqueue *kq;
+	int fd;
+
+	kq = kq_pool_get();
+	if (kq == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fd = epoll_create1(cloexec ? EPOLL_CLOEXEC : 0);
+	if (fd < 0) {
+		int e = errno;
+
+		kq_pool_put(kq);
+		errno = e;
+		return -1;
+	}
+	kq->kq_fd = fd;
+	kq->kq_dead = 0;
+	STAILQ_INIT(&kq->kq_head);
+	atomic_store_explicit(&kq->kq_refs, 1, memory_order_release);
+	kq_registry_insert(fd, kq);
+	return fd;
+}
+
+KQ_EXPORT int
+kqueue(void)
+{
+	/*
+	 * FreeBSD's kqueue() does not set close-on-exec.  The descriptor
+	 * is closed in fork children regardless (see registry.c).
+	 */
+	return kqueue_create(0);
+}
+
+KQ_EXPORT int
+kqueuex(unsigned int flags)
+{
+	if ((flags & ~(unsigned int)KQUEUE_CLOEXEC) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return kqueue_create((flags & KQUEUE_CLOEXEC) != 0);
+}
+
+KQ_EXPORT int
+kqueue1(int flags)
+{
+	if ((flags & ~O_CLOEXEC) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return kqueue_create((flags & O_CLOEXEC) != 0);
+}
+
+/*
+ * Called by the last kq_release().  The application already closed the
+ * kqueue descriptor (or a fork child lost it), so kq_fd is not ours any
+ * more and no system call may touch it: only internal descriptors are
+ * closed.
+ */
+void
+kq_destroy(struct kqueue *kq)
+{
+	int s;
+
+	KQ_LOCK(kq);
+	kq->kq_dead = 1;
+	kq_free_all(kq);
+	for (s = 0; s < KQ_NSRC; s++) {
+		if (kq->kq_src[s].ks_ready != NULL)
+			close(kq->kq_src[s].ks_fd);
+		kq->kq_src[s].ks_ready = NULL;
+		kq->kq_src[s].ks_fd = -1;
+	}
+	kq->kq_bell_rung = 0;
+	KQ_UNLOCK(kq);
+	kq_pool_put(kq);
+}

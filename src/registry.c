@@ -1,0 +1,234 @@
+/*
+ * registry.c -- the process-wide map from descriptor number to kqueue, and
+ * the pool that kqueue objects live in.
+ *
+ * This is the only process-global state of libkq.
+ *
+ * Lookup (kq_registry_acquire) takes no lock: the table is two-level with
+ * chunks that are never freed, slots are atomic pointers, and struct
+ * kqueue objects are type-stable (they are recycled through the pool, never
+ * returned to malloc), so a racing lookup that reads a pointer just before
+ * the kqueue dies still points at a struct kqueue.  A reference is taken
+ * only while kq_refs is non-zero (zero means dead or pooled), and the slot
+ * is re-checked afterwards.
+ *
+ * The registry holds one reference on every kqueue it maps.  It drops it
+ * when the descriptor number turns out to no longer name that kqueue: a new
+ * kqueue() got the same number (the user closed the old one), or a
+ * system call on the epoll descriptor failed with EBADF/EINVAL.
+ *
+ * reg_lock (a mutex) serialises insertions, chunk allocation and the pool;
+ * it is never taken by kevent() on the hot path.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kq_int.h"
+
+#define REG_CHUNK_SHIFT	12
+#define REG_CHUNK	(1 << REG_CHUNK_SHIFT)
+#define REG_TOP		4096		/* 16M descriptors */
+
+static _Atomic(struct kqueue *) *_Atomic reg_top[REG_TOP];
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kqueue *pool_free;	/* under reg_lock */
+static struct kqueue *fork_orphans;	/* kqueues abandoned in a fork child */
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+
+static _Atomic(struct kqueue *) *
+reg_slot(int fd, int create)
+{
+	_Atomic(struct kqueue *) *chunk;
+
+	if (fd < 0 || (fd >> REG_CHUNK_SHIFT) >= REG_TOP)
+		return NULL;
+	chunk = atomic_load_explicit(&reg_top[fd >> REG_CHUNK_SHIFT],
+	    memory_order_acquire);
+	if (chunk == NULL && create) {
+		/* Called with reg_lock held. */
+		chunk = calloc(REG_CHUNK, sizeof(*chunk));
+		if (chunk == NULL)
+			return NULL;
+		atomic_store_explicit(&reg_top[fd >> REG_CHUNK_SHIFT], chunk,
+		    memory_order_release);
+	}
+	if (chunk == NULL)
+		return NULL;
+	return &chunk[fd & (REG_CHUNK - 1)];
+}
+
+struct kqueue *
+kq_registry_peek(int fd)
+{
+	_Atomic(struct kqueue *) *slot = reg_slot(fd, 0);
+
+	return slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+}
+
+/*
+ * Return the kqueue whose descriptor is fd with a reference held, or NULL.
+ * Lock-free.
+ */
+struct kqueue *
+kq_registry_acquire(int fd)
+{
+	_Atomic(struct kqueue *) *slot = reg_slot(fd, 0);
+	struct kqueue *kq;
+	uint32_t r;
+
+	if (slot == NULL)
+		return NULL;
+	kq = atomic_load_explicit(slot, memory_order_acquire);
+	if (kq == NULL)
+		return NULL;
+	r = atomic_load_explicit(&kq->kq_refs, memory_order_relaxed);
+	do {
+		if (r == 0)
+			return NULL;
+	} while (!atomic_compare_exchange_weak_explicit(&kq->kq_refs, &r,
+	    r + 1, memory_order_acquire, memory_order_relaxed));
+	if (atomic_load_explicit(slot, memory_order_acquire) != kq) {
+		kq_release(kq);
+		return NULL;
+	}
+	return kq;
+}
+
+/* Drop one reference; the last one destroys the kqueue. */
+void
+kq_release(struct kqueue *kq)
+{
+	if (atomic_fetch_sub_explicit(&kq->kq_refs, 1,
+	    memory_order_acq_rel) == 1)
+		kq_destroy(kq);
+}
+
+static void reg_atfork_prepare(void);
+static void reg_atfork_parent(void);
+static void reg_atfork_child(void);
+
+static void
+reg_init(void)
+{
+	pthread_atfork(reg_atfork_prepare, reg_atfork_parent,
+	    reg_atfork_child);
+}
+
+/*
+ * Publish kq as the kqueue of descriptor fd.  A kqueue previously mapped
+ * at that number was closed by the application (the kernel handed the
+ * number out again): forget it.
+ */
+void
+kq_registry_insert(int fd, struct kqueue *kq)
+{
+	_Atomic(struct kqueue *) *slot;
+	struct kqueue *old = NULL;
+
+	pthread_mutex_lock(&reg_lock);
+	slot = reg_slot(fd, 1);
+	if (slot != NULL)
+		old = atomic_exchange_explicit(slot, kq, memory_order_acq_rel);
+	pthread_mutex_unlock(&reg_lock);
+	if (old != NULL) {
+		KQ_LOCK(old);
+		old->kq_dead = 1;
+		KQ_UNLOCK(old);
+		kq_release(old);
+	}
+}
+
+/* fd no longer names kq: unmap it and drop the registry's reference. */
+void
+kq_registry_forget(int fd, struct kqueue *kq)
+{
+	_Atomic(struct kqueue *) *slot = reg_slot(fd, 0);
+	struct kqueue *expect = kq;
+
+	if (slot == NULL)
+		return;
+	if (atomic_compare_exchange_strong(slot, &expect, NULL))
+		kq_release(kq);
+}
+
+struct kqueue *
+kq_pool_get(void)
+{
+	struct kqueue *kq;
+
+	pthread_once(&reg_once, reg_init);
+	pthread_mutex_lock(&reg_lock);
+	kq = pool_free;
+	if (kq != NULL)
+		pool_free = kq->kq_poolnext;
+	pthread_mutex_unlock(&reg_lock);
+	if (kq == NULL) {
+		kq = aligned_alloc(64, (sizeof(*kq) + 63) & ~(size_t)63);
+		if (kq == NULL)
+			return NULL;
+		memset(kq, 0, sizeof(*kq));
+		pthread_mutex_init(&kq->kq_lock, NULL);
+	}
+	return kq;
+}
+
+/* Return a destroyed kqueue (kq_refs == 0) to the pool. */
+void
+kq_pool_put(struct kqueue *kq)
+{
+	pthread_mutex_lock(&reg_lock);
+	kq->kq_poolnext = pool_free;
+	pool_free = kq;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/*
+ * fork(): as on FreeBSD the child does not inherit kqueues.  The child
+ * handler closes the child's copies of every kqueue descriptor and of the
+ * internal descriptors, so the numbers are free (EBADF on use) and the
+ * parent's epoll sets are never touched by the child.  Only close(2) is
+ * called: the child of a threaded parent may call only async-signal-safe
+ * functions.  The kqueue objects are kept reachable on fork_orphans.
+ */
+static void
+reg_atfork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void
+reg_atfork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void
+reg_atfork_child(void)
+{
+	int i, j, s;
+
+	for (i = 0; i < REG_TOP; i++) {
+		_Atomic(struct kqueue *) *chunk = atomic_load(&reg_top[i]);
+
+		if (chunk == NULL)
+			continue;
+		for (j = 0; j < REG_CHUNK; j++) {
+			struct kqueue *kq = atomic_load(&chunk[j]);
+
+			if (kq == NULL)
+				continue;
+			atomic_store(&chunk[j], NULL);
+			if (!kq->kq_dead)
+				close(kq->kq_fd);
+			for (s = 0; s < KQ_NSRC; s++)
+				if (kq->kq_src[s].ks_ready != NULL)
+					close(kq->kq_src[s].ks_fd);
+			kq->kq_dead = 1;
+			kq->kq_poolnext = fork_orphans;
+			fork_orphans = kq;
+		}
+	}
+	pthread_mutex_init(&reg_lock, NULL);
+}

@@ -1,0 +1,80 @@
+/*
+ * Shared helpers for the kq test suite.  Tests include only <sys/event.h>
+ * and standard POSIX headers, so the suite also builds on FreeBSD against
+ * the native kqueue.
+ */
+#ifndef KQ_TESTS_HELPERS_H
+#define KQ_TESTS_HELPERS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/event.h>
+#include <cmocka.h>
+
+/* A zero timeout: poll without sleeping. */
+static const struct timespec t_zero = { 0, 0 };
+
+/* Register one change; assert it succeeded. */
+static inline void
+t_change(int kq, uintptr_t ident, short filter, unsigned short flags,
+    unsigned int fflags, int64_t data, void *udata)
+{
+	struct kevent kev;
+
+	EV_SET(&kev, ident, filter, flags, fflags, data, udata);
+	if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0) {
+		fprintf(stderr, "kevent change ident=%ju filter=%d flags=%#x: %s\n",
+		    (uintmax_t)ident, filter, flags, strerror(errno));
+		fail();
+	}
+}
+
+/* Collect pending events without waiting; returns the count. */
+static inline int
+t_poll(int kq, struct kevent *ev, int n)
+{
+	int r = kevent(kq, NULL, 0, ev, n, &t_zero);
+
+	if (r < 0) {
+		fprintf(stderr, "kevent poll: %s\n", strerror(errno));
+		fail();
+	}
+	return r;
+}
+
+/* Assert that nothing is pending. */
+static inline void
+t_expect_none(int kq)
+{
+	struct kevent ev;
+	int r = t_poll(kq, &ev, 1);
+
+	if (r != 0)
+		fprintf(stderr, "unexpected event ident=%ju filter=%d flags=%#x data=%jd\n",
+		    (uintmax_t)ev.ident, ev.filter, ev.flags, (intmax_t)ev.data);
+	assert_int_equal(r, 0);
+}
+
+/* Assert that exactly one event is pending and return it. */
+static inline struct kevent
+t_expect_one(int kq)
+{
+	struct kevent ev[2];
+	int r = t_poll(kq, ev, 2);
+
+	assert_int_equal(r, 1);
+	return ev[0];
+}
+
+#endif

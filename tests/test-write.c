@@ -1,0 +1,499 @@
+/*
+ * test-write.c -- EVFILT_WRITE and EVFILT_EMPTY.
+ *
+ * FreeBSD reports the space left in the write buffer as `data` for pipes
+ * and sockets, sets EV_EOF once the reading side is gone, and fires
+ * EVFILT_EMPTY when a socket's send buffer holds no unacknowledged data.
+ */
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
+
+#include "helpers.h"
+
+/* ------------------------------------------------------------------ */
+/* Local helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+static void
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	assert_true(fl >= 0);
+	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+}
+
+static void
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n > 0);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static int
+wait_events(int kq, struct kevent *ev, int nev, int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	int r;
+
+	do
+		r = kevent(kq, NULL, 0, ev, nev, &ts);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		fprintf(stderr, "kevent wait: %s\n", strerror(errno));
+		fail();
+	}
+	return r;
+}
+
+/* Write to a non-blocking descriptor until it reports EAGAIN. */
+static size_t
+fill_until_eagain(int fd)
+{
+	static char buf[4096];
+	size_t total = 0;
+	ssize_t n;
+
+	memset(buf, 'f', sizeof(buf));
+	for (;;) {
+		n = write(fd, buf, sizeof(buf));
+		if (n > 0) {
+			total += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n < 0);
+		assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+		break;
+	}
+	/* Top up byte by byte so that no space at all is left. */
+	for (;;) {
+		n = write(fd, buf, 1);
+		if (n == 1) {
+			total++;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n < 0);
+		assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+		break;
+	}
+	return total;
+}
+
+static size_t
+drain(int fd)
+{
+	char buf[4096];
+	size_t total = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, buf, sizeof(buf));
+		if (n > 0) {
+			total += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n < 0);
+		assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+		break;
+	}
+	return total;
+}
+
+/* A connected TCP pair over 127.0.0.1: *cli connected to *srv. */
+static void
+tcp_pair(int *cli, int *srv)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int ls;
+
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(ls >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = 0;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(ls, 1), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&sin, &len), 0);
+
+	*cli = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(*cli >= 0);
+	assert_int_equal(connect(*cli, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	*srv = accept(ls, NULL, NULL);
+	assert_true(*srv >= 0);
+	close(ls);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pipes                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The write end of a fresh pipe is writable with data = free space, and
+ * data drops by exactly the number of bytes written (FreeBSD:
+ * pipe_buffer.size - pipe_buffer.cnt).
+ */
+static void
+pipe_write_data_is_free_space(void **state)
+{
+	int kq, p[2];
+	struct kevent ev;
+	int64_t space0;
+	char buf[1000];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, p[1], EVFILT_WRITE, EV_ADD, 0, 0, (void *)0x77);
+
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, p[1]);
+	assert_int_equal(ev.filter, EVFILT_WRITE);
+	assert_ptr_equal(ev.udata, (void *)0x77);
+	assert_int_equal(ev.flags & EV_EOF, 0);
+	assert_true(ev.data > 1000);
+	space0 = ev.data;
+
+	memset(buf, 'w', sizeof(buf));
+	write_all(p[1], buf, sizeof(buf));
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, space0 - 1000);
+
+	/* Reading it back restores the space. */
+	set_nonblock(p[0]);
+	assert_int_equal(drain(p[0]), 1000);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, space0);
+
+	close(kq);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A full pipe is not writable; draining it makes it writable again. */
+static void
+pipe_full_not_writable_until_drained(void **state)
+{
+	int kq, p[2];
+	struct kevent ev;
+	int64_t space0;
+	size_t filled;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	set_nonblock(p[0]);
+	set_nonblock(p[1]);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, p[1], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	space0 = ev.data;
+
+	filled = fill_until_eagain(p[1]);
+	assert_true(filled > 0);
+	t_expect_none(kq);
+
+	assert_int_equal(drain(p[0]), filled);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, p[1]);
+	assert_int_equal(ev.data, space0);
+	assert_int_equal(ev.flags & EV_EOF, 0);
+
+	close(kq);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* The same with EV_CLEAR: the drain is a new edge. */
+static void
+pipe_full_clear_knote_fires_after_drain(void **state)
+{
+	int kq, p[2];
+	struct kevent ev;
+	size_t filled;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	set_nonblock(p[0]);
+	set_nonblock(p[1]);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, p[1], EVFILT_WRITE, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	t_expect_none(kq);
+
+	filled = fill_until_eagain(p[1]);
+	t_expect_none(kq);
+
+	assert_int_equal(drain(p[0]), filled);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, p[1]);
+	assert_true(ev.data > 0);
+	t_expect_none(kq);
+
+	close(kq);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* Closing the read end sets EV_EOF on the write end's knote. */
+static void
+pipe_write_eof_when_reader_closes(void **state)
+{
+	int kq, p[2];
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, p[1], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.flags & EV_EOF, 0);
+
+	assert_int_equal(close(p[0]), 0);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, p[1]);
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+
+	close(kq);
+	close(p[1]);
+}
+
+/* A full pipe whose reader goes away reports EV_EOF although no space. */
+static void
+pipe_full_write_eof_when_reader_closes(void **state)
+{
+	int kq, p[2];
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	set_nonblock(p[1]);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, p[1], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	(void)t_expect_one(kq);
+	(void)fill_until_eagain(p[1]);
+	t_expect_none(kq);
+
+	assert_int_equal(close(p[0]), 0);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+
+	close(kq);
+	close(p[1]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sockets                                                            */
+/* ------------------------------------------------------------------ */
+
+/* A connected socket is writable with data > 0; peer close → EV_EOF. */
+static void
+socket_writable_and_eof_on_peer_close(void **state)
+{
+	int kq, sv[2];
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, 0, 0, (void *)0x88);
+
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, sv[0]);
+	assert_int_equal(ev.filter, EVFILT_WRITE);
+	assert_ptr_equal(ev.udata, (void *)0x88);
+	assert_true(ev.data > 0);
+	assert_int_equal(ev.flags & EV_EOF, 0);
+
+	assert_int_equal(close(sv[1]), 0);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, sv[0]);
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+
+	close(kq);
+	close(sv[0]);
+}
+
+/*
+ * TCP: a FIN from the peer only ends the peer's sending (we may still
+ * send, so no EV_EOF on the write filter yet); once our send draws a
+ * reset, the socket can send no more and EVFILT_WRITE reports EV_EOF with
+ * fflags = the socket error (FreeBSD: SBS_CANTSENDMORE, so_error).
+ */
+static void
+tcp_write_eof_after_peer_reset(void **state)
+{
+	int kq, c, s, r = 0;
+	struct kevent ev;
+
+	(void)state;
+	tcp_pair(&c, &s);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, c, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	assert_true(ev.data > 0);
+	assert_int_equal(ev.flags & EV_EOF, 0);
+
+	assert_int_equal(close(s), 0);
+	/* Give the FIN a moment, then provoke the reset. */
+	{
+		struct timespec d = { 0, 50 * 1000000L };
+
+		nanosleep(&d, NULL);
+	}
+	assert_int_equal(send(c, "x", 1, MSG_NOSIGNAL), 1);
+
+	/* The reset travels through the stack: allow up to 1 s. */
+	memset(&ev, 0, sizeof(ev));
+	for (int i = 0; i < 50; i++) {
+		r = wait_events(kq, &ev, 1, 20);
+		if (r == 1 && (ev.flags & EV_EOF))
+			break;
+		struct timespec d = { 0, 10 * 1000000L };
+		nanosleep(&d, NULL);
+	}
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, c);
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+	if (ev.fflags == 0)
+		fprintf(stderr, "EV_EOF after reset with fflags 0 (want so_error)\n");
+	assert_true(ev.fflags != 0);
+
+	close(kq);
+	close(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* EVFILT_EMPTY                                                       */
+/* ------------------------------------------------------------------ */
+
+/* An idle connected TCP socket has an empty send buffer: fires at once. */
+static void
+empty_fires_at_once_on_idle_connected_socket(void **state)
+{
+	int kq, c, s;
+	struct kevent ev;
+
+	(void)state;
+	tcp_pair(&c, &s);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, c, EVFILT_EMPTY, EV_ADD, 0, 0, (void *)0x99);
+
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, c);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+	assert_ptr_equal(ev.udata, (void *)0x99);
+
+	close(kq);
+	close(c);
+	close(s);
+}
+
+/* Receive exactly len bytes on a blocking socket. */
+static void
+recv_exact(int fd, size_t len)
+{
+	char buf[256];
+
+	while (len > 0) {
+		ssize_t n = recv(fd, buf, len < sizeof(buf) ? len : sizeof(buf), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n > 0);
+		len -= (size_t)n;
+	}
+}
+
+/*
+ * With EV_CLEAR: after the initial event, sending data and having it
+ * acknowledged by the peer (which reads it) fires EVFILT_EMPTY again.
+ */
+static void
+empty_fires_again_when_sent_data_acknowledged(void **state)
+{
+	int kq, c, s;
+	struct kevent ev;
+	char buf[100];
+
+	(void)state;
+	tcp_pair(&c, &s);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, c, EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+
+	memset(buf, 'e', sizeof(buf));
+	assert_int_equal(send(c, buf, sizeof(buf), MSG_NOSIGNAL), 100);
+	recv_exact(s, 100);
+
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.ident, c);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+
+	close(kq);
+	close(c);
+	close(s);
+}
+
+/* Level-triggered, registered after the send: fires once acknowledged. */
+static void
+empty_fires_after_send_acknowledged_level(void **state)
+{
+	int kq, c, s;
+	struct kevent ev;
+	char buf[100];
+
+	(void)state;
+	tcp_pair(&c, &s);
+	assert_true((kq = kqueue()) >= 0);
+
+	memset(buf, 'e', sizeof(buf));
+	assert_int_equal(send(c, buf, sizeof(buf), MSG_NOSIGNAL), 100);
+	t_change(kq, c, EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	recv_exact(s, 100);
+
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.ident, c);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+
+	close(kq);
+	close(c);
+	close(s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pipe_write_data_is_free_space),
+		cmocka_unit_test(pipe_full_not_writable_until_drained),
+		cmocka_unit_test(pipe_full_clear_knote_fires_after_drain),
+		cmocka_unit_test(pipe_write_eof_when_reader_closes),
+		cmocka_unit_test(pipe_full_write_eof_when_reader_closes),
+		cmocka_unit_test(socket_writable_and_eof_on_peer_close),
+		cmocka_unit_test(tcp_write_eof_after_peer_reset),
+		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
+		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
+		cmocka_unit_test(empty_fires_after_send_acknowledged_level),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
