@@ -185,7 +185,7 @@ spread_pct(const double *v, int n, double med)
 
 #define BT_MAXCOLS	12
 #define BT_MAXROWS	96
-#define BT_CELL		48
+#define BT_CELL		64
 #define BT_MAXTABLES	4
 
 /*

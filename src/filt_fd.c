@@ -168,7 +168,7 @@ filt_fdattach(struct kqueue *kq, struct knote *kn)
 	return e;
 }
 
-static void
+static int
 filt_fddetach(struct kqueue *kq, struct knote *kn)
 {
 	if (kn->kn_filter == EVFILT_EMPTY)
@@ -176,8 +176,8 @@ filt_fddetach(struct kqueue *kq, struct knote *kn)
 	if (R_KIND(kn->kn_reg) == K_FILE)
 		kq_inotify_unwatch(kq, kn);
 	if (!(kn->kn_reg & (R_REG | R_NOPOLL)))
-		return;
-	(void)fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, 0);
+		return 0;
+	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, 0);
 }
 
 static int
@@ -235,11 +235,9 @@ file_read_event(struct kqueue *kq, struct knote *kn, struct kevent *out)
 	if (off < 0)
 		off = 0;
 	out->data = (int64_t)st.st_size - (int64_t)off;
-	if (out->data != 0 || (kn->kn_sfflags & NOTE_FILE_POLL))
-		return 1;
-	/* At the end: wake up when the file is written to. */
+	/* Wake up when the file is written to (growth after EOF, EV_CLEAR). */
 	(void)kq_inotify_watch(kq, kn);
-	return 0;
+	return out->data != 0 || (kn->kn_sfflags & NOTE_FILE_POLL);
 }
 
 static int

@@ -105,6 +105,9 @@ again:
 				return EBADF;
 			return ENOENT;
 		}
+		if (fop->f_isfd && kev->ident >= (uintptr_t)kq->kq_fdtabsize &&
+		    !kq_fd_valid(kev->ident))
+			return EBADF;	/* before growing the table for it */
 		kn = knote_alloc(kq, fop);
 		if (kn == NULL)
 			return ENOMEM;
@@ -161,14 +164,18 @@ again:
 	}
 
 	if (kev->flags & EV_DELETE) {
-		uint32_t reg = kn->kn_reg;
 		int fd = (int)kn->kn_ident;
 
-		knote_drop(kq, kn);
-		if (fop->f_isfd && (reg & R_REG) && knote_fdchain(kq, fd) &&
-		    !kq_fd_valid((uintptr_t)fd)) {
+		error = knote_drop(kq, kn);
+		if (fop->f_isfd && (error == EBADF || error == ENOENT)) {
+			/*
+			 * The kernel no longer has the registration: the
+			 * descriptor was closed (EBADF, as FreeBSD's fd
+			 * lookup) or the number names another file (ENOENT:
+			 * that file has no knote).
+			 */
 			knote_drop_fd(kq, fd);
-			return EBADF;
+			return error;
 		}
 		return 0;
 	}
@@ -470,6 +477,38 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	return n;
 }
 
+/*
+ * kqfd is not in the registry: EBADF if it is not an open descriptor,
+ * EINVAL if it is one but not a kqueue (as FreeBSD's kqueue_acquire), or
+ * the kqueue it is a dup() of.
+ */
+static struct kqueue *
+kq_lookup_slow(int kqfd, int *error)
+{
+	char path[64], link[64];
+	struct kqueue *kq;
+	ssize_t n;
+
+	if (kqfd < 0 || fcntl(kqfd, F_GETFD) < 0) {
+		*error = EBADF;
+		return NULL;
+	}
+	*error = EINVAL;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", kqfd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return NULL;
+	link[n] = 0;
+	if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+		return NULL;
+	if (kq_registry_orphan(kqfd)) {
+		*error = EBADF;	/* inherited across fork(): not ours */
+		return NULL;
+	}
+	kq = kq_registry_find_alias(kqfd);
+	return kq;
+}
+
 KQ_EXPORT int
 kevent(int kqfd, const struct kevent *changelist, int nchanges,
     struct kevent *eventlist, int nevents, const struct timespec *timeout)
@@ -478,8 +517,8 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 	int i, nerr = 0, error, n;
 
 	kq = kq_registry_acquire(kqfd);
-	if (kq == NULL) {
-		errno = EBADF;
+	if (kq == NULL && (kq = kq_lookup_slow(kqfd, &error)) == NULL) {
+		errno = error;
 		return -1;
 	}
 	if (nchanges < 0 || nevents < 0) {

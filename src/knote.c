@@ -216,17 +216,19 @@ knote_enqueue(struct kqueue *kq, struct knote *kn)
  * it -- or, when it is still on the active list, mark it dropped so the
  * scan frees it when it reaches it.
  */
-void
+int
 knote_drop(struct kqueue *kq, struct knote *kn)
 {
 	const struct filterops *fop = filter_lookup(kn->kn_filter);
+	int error = 0;
 
 	knote_unlink(kq, kn, fop->f_isfd);
 	kn->kn_status |= KN_DROPPED;
 	if (fop->f_detach != NULL)
-		fop->f_detach(kq, kn);
+		error = fop->f_detach(kq, kn);
 	if (!(kn->kn_status & KN_QUEUED))
 		knote_free(kq, kn);
+	return error;
 }
 
 /*

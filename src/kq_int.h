@@ -44,7 +44,9 @@ struct knote;
  * f_detach	the knote is about to be unlinked and freed (EV_DELETE,
  *		one-shot delivery, close of the kqueue).  Must release what
  *		f_attach took.  May be called with kq_dead set (no syscalls on
- *		the epoll descriptor then).
+ *		the epoll descriptor then).  Returns 0, or for descriptor
+ *		filters the errno of the kernel update (EBADF/ENOENT: the
+ *		descriptor was closed or its number reused).
  * f_modify	EV_ADD on an existing knote: take the new fflags/data (udata
  *		is the engine's).  Returns 0 or an errno.  NULL: copy them.
  * f_update	the knote's enabled state or flags changed (EV_ENABLE,
@@ -64,7 +66,7 @@ struct filterops {
 	int	f_isfd;		/* ident is a descriptor */
 	size_t	f_size;		/* allocation size of the knote */
 	int	(*f_attach)(struct kqueue *, struct knote *);
-	void	(*f_detach)(struct kqueue *, struct knote *);
+	int	(*f_detach)(struct kqueue *, struct knote *);
 	int	(*f_modify)(struct kqueue *, struct knote *, const struct kevent *);
 	int	(*f_update)(struct kqueue *, struct knote *, int readd);
 	int	(*f_event)(struct kqueue *, struct knote *, uint32_t hint,
@@ -123,6 +125,8 @@ struct kqueue {
 	_Atomic uint32_t kq_refs;	/* registry's + one per kevent() call */
 	int		 kq_fd;		/* epoll descriptor == the kqueue fd */
 	int		 kq_dead;	/* fd closed or foreign: no more syscalls */
+	_Atomic int	 kq_vfd;	/* a descriptor registered in the epoll
+					   set, to recognise it (fork), or -1 */
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
 	int		 kq_count;	/* entries on kq_head (incl. dropped) */
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
@@ -151,6 +155,8 @@ void		 kq_release(struct kqueue *kq);
 struct kqueue	*kq_pool_get(void);
 void		 kq_pool_put(struct kqueue *kq);
 struct kqueue	*kq_registry_peek(int fd);
+struct kqueue	*kq_registry_find_alias(int fd);
+int		 kq_registry_orphan(int fd);
 
 /* kqueue.c */
 void		 kq_destroy(struct kqueue *kq);
@@ -164,7 +170,7 @@ int		 knote_link(struct kqueue *, struct knote *, int isfd);
 void		 knote_unlink(struct kqueue *, struct knote *, int isfd);
 struct knote	*knote_fdchain(struct kqueue *, int fd);
 void		 knote_enqueue(struct kqueue *, struct knote *);
-void		 knote_drop(struct kqueue *, struct knote *);
+int		 knote_drop(struct kqueue *, struct knote *);
 void		 knote_drop_fd(struct kqueue *, int fd);
 void		 kq_bell_update(struct kqueue *);
 void		 kq_free_all(struct kqueue *);

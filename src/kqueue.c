@@ -38,6 +38,7 @@ kqueue_create(int cloexec)
 	}
 	kq->kq_fd = fd;
 	kq->kq_dead = 0;
+	atomic_store(&kq->kq_vfd, -1);
 	STAILQ_INIT(&kq->kq_head);
 	atomic_store_explicit(&kq->kq_refs, 1, memory_order_release);
 	kq_registry_insert(fd, kq);

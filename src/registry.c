@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
 
 #include "kq_int.h"
 
@@ -192,6 +194,44 @@ kq_pool_put(struct kqueue *kq)
  * called: the child of a threaded parent may call only async-signal-safe
  * functions.  The kqueue objects are kept reachable on fork_orphans.
  */
+/*
+ * Does kq->kq_fd still name our epoll instance?  The application may have
+ * closed it and the number been reused by an unrelated file, which the
+ * fork child must not close.  kcmp(KCMP_EPOLL_TFD) asks whether the file
+ * at kq_vfd is the one registered at kq_vfd in the epoll set kq_fd.  A
+ * kqueue with nothing registered cannot be recognised; its descriptor is
+ * left open and kevent() reports EBADF for it (kq_registry_orphan()).
+ * Async-signal-safe.
+ */
+static int
+reg_is_ours(struct kqueue *kq)
+{
+	struct kcmp_epoll_slot slot;
+	int vfd = atomic_load_explicit(&kq->kq_vfd, memory_order_relaxed);
+	pid_t pid;
+
+	if (vfd < 0)
+		return 0;
+	pid = (pid_t)syscall(SYS_getpid);
+	slot.efd = (uint32_t)kq->kq_fd;
+	slot.tfd = (uint32_t)vfd;
+	slot.toff = 0;
+	return syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, vfd,
+	    (unsigned long)&slot) == 0;
+}
+
+/* Was fd a kqueue descriptor of the parent that this fork child kept? */
+int
+kq_registry_orphan(int fd)
+{
+	struct kqueue *kq;
+
+	for (kq = fork_orphans; kq != NULL; kq = kq->kq_poolnext)
+		if (kq->kq_fd == fd)
+			return 1;
+	return 0;
+}
+
 static void
 reg_atfork_prepare(void)
 {
@@ -220,8 +260,11 @@ reg_atfork_child(void)
 			if (kq == NULL)
 				continue;
 			atomic_store(&chunk[j], NULL);
-			if (!kq->kq_dead)
+			if (!kq->kq_dead && reg_is_ours(kq)) {
 				close(kq->kq_fd);
+				kq->kq_fd = -1;
+			} else if (kq->kq_dead)
+				kq->kq_fd = -1;
 			for (s = 0; s < KQ_NSRC; s++)
 				if (kq->kq_src[s].ks_ready != NULL)
 					close(kq->kq_src[s].ks_fd);
@@ -231,4 +274,33 @@ reg_atfork_child(void)
 		}
 	}
 	pthread_mutex_init(&reg_lock, NULL);
+}
+
+/*
+ * fd is an epoll descriptor the registry does not know: if it is a dup()
+ * of a kqueue descriptor (same open file), return that kqueue with a
+ * reference held.  Slow path (kcmp per kqueue), taken only on a miss.
+ */
+struct kqueue *
+kq_registry_find_alias(int fd)
+{
+	pid_t pid = getpid();
+	int i, j;
+
+	for (i = 0; i < REG_TOP; i++) {
+		_Atomic(struct kqueue *) *chunk = atomic_load(&reg_top[i]);
+
+		if (chunk == NULL)
+			continue;
+		for (j = 0; j < REG_CHUNK; j++) {
+			int kfd = (i << REG_CHUNK_SHIFT) | j;
+
+			if (atomic_load_explicit(&chunk[j],
+			    memory_order_relaxed) == NULL)
+				continue;
+			if (syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, kfd) == 0)
+				return kq_registry_acquire(kfd);
+		}
+	}
+	return NULL;
 }

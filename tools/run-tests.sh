@@ -26,5 +26,5 @@ for t in "$dir"/tests/test-*; do
 	rm -f "$out"
 done
 [ -n "$bins_failed" ] && echo "failing binaries:$bins_failed"
-echo "$pass passed, $fail failed"
+echo "$(basename "$dir"): $pass passed, $fail failed"
 [ $fail -eq 0 ] && [ -z "$bins_failed" ]

@@ -1,0 +1,290 @@
+/*
+ * bench-syscalls.c -- system calls per ring iteration, kq against raw epoll.
+ *
+ * kqbench re-executes itself under `strace -f -c` with the hidden option
+ * `--ring-fixed BACKEND N ITERS` (bench-ring.c), which runs the ring for
+ * exactly ITERS iterations.  Each configuration is traced twice, with 0 and
+ * with ITERS iterations; the difference of the per-syscall counts divided
+ * by ITERS is the cost of one iteration with set-up and tear-down removed.
+ *
+ * Raw epoll needs 3 calls per iteration (epoll_wait, epoll_ctl, and a read
+ * or a write).  kq emulated over epoll cannot do better than that, because
+ * kevent()'s change-and-wait in one call becomes epoll_ctl + epoll_wait;
+ * anything above 3 is the library's own overhead.
+ */
+#include "bench.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define SC_MAX		160
+
+struct sc_count {
+	char	name[32];
+	long	calls;
+	long	errors;
+};
+
+struct sc_list {
+	int	n;
+	struct sc_count c[SC_MAX];
+};
+
+static struct sc_count *
+sc_find(struct sc_list *l, const char *name, int create)
+{
+	for (int i = 0; i < l->n; i++)
+		if (strcmp(l->c[i].name, name) == 0)
+			return &l->c[i];
+	if (!create || l->n >= SC_MAX)
+		return NULL;
+	memset(&l->c[l->n], 0, sizeof(l->c[0]));
+	snprintf(l->c[l->n].name, sizeof(l->c[0].name), "%s", name);
+	return &l->c[l->n++];
+}
+
+/*
+ * Parse a `strace -c` summary.  With `-U name,calls,errors` a row is
+ * "name calls [errors]"; the classic layout is "% seconds usecs/call calls
+ * [errors] name".  Separator lines and the total row are skipped.
+ */
+static int
+sc_parse(const char *path, struct sc_list *l)
+{
+	char line[512], *tok[8];
+	int classic = 0;
+	FILE *f;
+
+	memset(l, 0, sizeof(*l));
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		struct sc_count *c;
+		int nt = 0;
+
+		for (char *s = strtok(line, " \t\n"); s && nt < 8;
+		    s = strtok(NULL, " \t\n"))
+			tok[nt++] = s;
+		if (nt == 0 || tok[0][0] == '-')
+			continue;
+		if (strcmp(tok[0], "%") == 0) {
+			classic = 1;
+			continue;
+		}
+		if (strcmp(tok[0], "syscall") == 0)
+			continue;
+		if (classic) {
+			if (nt < 5 || strcmp(tok[nt - 1], "total") == 0)
+				continue;
+			if ((c = sc_find(l, tok[nt - 1], 1))) {
+				c->calls += atol(tok[3]);
+				c->errors += nt >= 6 ? atol(tok[4]) : 0;
+			}
+		} else {
+			if (nt < 2 || strcmp(tok[0], "total") == 0)
+				continue;
+			if ((c = sc_find(l, tok[0], 1))) {
+				c->calls += atol(tok[1]);
+				c->errors += nt >= 3 ? atol(tok[2]) : 0;
+			}
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
+ * Run `strace -f -c [-U ...] -o trace self --ring-fixed bk n iters`, child
+ * stdout into `outf`.  Returns the exit status (127: strace not found).
+ */
+static int
+sc_exec(const struct bench_opts *o, int columns, const char *trace,
+    const char *outf, const char *bk, int n, long iters)
+{
+	char ns[32], is[32];
+	const char *argv[16];
+	int k = 0, st;
+	pid_t pid;
+
+	snprintf(ns, sizeof(ns), "%d", n);
+	snprintf(is, sizeof(is), "%ld", iters);
+	argv[k++] = "strace";
+	argv[k++] = "-f";
+	argv[k++] = "-c";
+	if (columns) {
+		argv[k++] = "-U";
+		argv[k++] = "name,calls,errors";
+	}
+	argv[k++] = "-o";
+	argv[k++] = trace;
+	argv[k++] = o->self;
+	argv[k++] = "--ring-fixed";
+	argv[k++] = bk;
+	argv[k++] = ns;
+	argv[k++] = is;
+	argv[k] = NULL;
+	fflush(NULL);
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execvp("strace", (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Trace one configuration; fills l.  Returns 0, or -1 with a message. */
+static int
+sc_trace(const struct bench_opts *o, const char *bk, int n, long iters,
+    struct sc_list *l, char *msg, size_t msglen)
+{
+	static int columns = 1;
+	char trace[4096], outf[4096];
+	int rc;
+
+	snprintf(trace, sizeof(trace), "%s/strace/ring-%s-%d-%ld.txt",
+	    o->outdir, bk, n, iters);
+	snprintf(outf, sizeof(outf), "%s/strace/ring-%s-%d-%ld.out",
+	    o->outdir, bk, n, iters);
+	rc = sc_exec(o, columns, trace, outf, bk, n, iters);
+	if (rc != 0 && rc != 127 && columns) {
+		/* Older strace without -U: use the classic layout. */
+		columns = 0;
+		rc = sc_exec(o, columns, trace, outf, bk, n, iters);
+	}
+	if (rc != 0) {
+		snprintf(msg, msglen, rc == 127 ? "strace not found" :
+		    "strace/ring-fixed exited with %d (see %.180s)", rc, outf);
+		return -1;
+	}
+	if (sc_parse(trace, l) < 0 || l->n == 0) {
+		snprintf(msg, msglen, "cannot parse %.200s", trace);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+sc_cmp(const void *a, const void *b)
+{
+	const struct sc_count *x = a, *y = b;
+
+	if (x->calls != y->calls)
+		return x->calls < y->calls ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int
+sc_run(const struct bench_opts *o, struct bench_result *res)
+{
+	static const int sizes[] = { 8, 1000 };
+	static const int bks[] = { BK_KQ, BK_EPOLL };
+	struct bench_table *t = bt_new(res, "syscalls",
+	    "syscalls: system calls per ring iteration (strace -f -c)");
+	struct bench_table *b = bt_new(res, "syscalls-breakdown",
+	    "syscalls-breakdown: calls per ring iteration by system call");
+	long iters = o->quick ? 20000 : 100000;
+	char dir[4096], msg[256] = "";
+	int failed = 0;
+
+	bt_cols(t, "n|backend|iterations|syscalls/iter|x epoll|errors/iter|"
+	    "main calls per iteration");
+	bt_cols(b, "n|backend|syscall|calls/iter|errors/iter");
+	snprintf(dir, sizeof(dir), "%s/strace", o->outdir);
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+		progress("syscalls: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		double per[2] = { 0, 0 };
+
+		for (size_t bi = 0; bi < sizeof(bks) / sizeof(bks[0]); bi++) {
+			static struct sc_list base, run;
+			const char *bk = bk_name(bks[bi]);
+			int n = sizes[si], r;
+			long tot = 0, errs = 0;
+			char summary[BT_CELL] = "";
+
+			progress("[syscalls] %s n=%d: strace, 0 and %ld "
+			    "iterations\n", bk, n, iters);
+			if (sc_trace(o, bk, n, 0, &base, msg, sizeof(msg)) < 0 ||
+			    sc_trace(o, bk, n, iters, &run, msg,
+			    sizeof(msg)) < 0) {
+				progress("syscalls: %s\n", msg);
+				bt_note(t, "%s n=%d: %s. ", bk, n, msg);
+				failed = 1;
+				continue;
+			}
+			/* run -= base, per syscall. */
+			for (int i = 0; i < base.n; i++) {
+				struct sc_count *c = sc_find(&run,
+				    base.c[i].name, 1);
+
+				if (c) {
+					c->calls -= base.c[i].calls;
+					c->errors -= base.c[i].errors;
+				}
+			}
+			qsort(run.c, (size_t)run.n, sizeof(run.c[0]), sc_cmp);
+			for (int i = 0; i < run.n; i++) {
+				double cpi = (double)run.c[i].calls / iters;
+				double epi = (double)run.c[i].errors / iters;
+				size_t sl = strlen(summary);
+
+				tot += run.c[i].calls;
+				errs += run.c[i].errors;
+				if (cpi < 0.0005 && cpi > -0.0005)
+					continue;
+				r = bt_row(b);
+				bt_set(b, r, 0, "%d", n);
+				bt_set(b, r, 1, "%s", bk);
+				bt_set(b, r, 2, "%s", run.c[i].name);
+				bt_set(b, r, 3, "%.3f", cpi);
+				bt_set(b, r, 4, "%.3f", epi);
+				if (cpi >= 0.05 && sl + 40 < sizeof(summary))
+					snprintf(summary + sl,
+					    sizeof(summary) - sl, "%s%s %.2f",
+					    sl ? ", " : "", run.c[i].name, cpi);
+			}
+			per[bi] = (double)tot / iters;
+			r = bt_row(t);
+			bt_set(t, r, 0, "%d", n);
+			bt_set(t, r, 1, "%s", bk);
+			bt_set(t, r, 2, "%ld", iters);
+			bt_set(t, r, 3, "%.3f", per[bi]);
+			bt_set(t, r, 4, "%s", "");
+			bt_set(t, r, 5, "%.3f", (double)errs / iters);
+			bt_set(t, r, 6, "%s", summary);
+			if (bi == 1 && per[1] > 0.0 && per[0] > 0.0) {
+				/* Fill kq's ratio now that epoll is known. */
+				bt_set(t, r - 1, 4, "%.2f", per[0] / per[1]);
+				bt_set(t, r, 4, "1.00");
+			}
+		}
+	}
+	bt_note(t, "Cost: lower is better; `x epoll` = kq's system calls per "
+	    "iteration / raw epoll's. Counts are (run with %ld iterations) - "
+	    "(run with 0 iterations), divided by %ld, so set-up is excluded. "
+	    "One iteration = one wait call. Raw epoll needs 3 per iteration "
+	    "(epoll_wait, epoll_ctl, read or write); kq over epoll cannot go "
+	    "below that. Raw strace output: %s/.\n", iters, iters, dir);
+	bt_note(b, "Rows with |calls/iter| < 0.0005 are left out. Errors are "
+	    "calls that failed (e.g. EAGAIN).\n");
+	return failed ? -1 : 0;
+}
+
+const struct bench_scenario bench_syscalls = {
+	.name = "syscalls",
+	.title = "system calls per ring iteration under strace, kq vs epoll",
+	.run = sc_run,
+};

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Build kq and run every test: the plain build, ASan+UBSan (all tests),
+# TSan (concurrency tests), the man page lint, and an install smoke test
+# (pkg-config and CMake find_package).  Warnings are errors.
+# Ends with one line "total: N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+status=0 tp=0 tf=0
+
+sum() {	# parse "N passed, N failed" from a run-tests log
+	local line
+	line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -1 | sed 's/^[a-z-]*: //')
+	[ -n "$line" ] || line="0 passed, 1 failed"
+	tp=$((tp + $(echo "$line" | cut -d' ' -f1)))
+	tf=$((tf + $(echo "$line" | cut -d' ' -f3)))
+}
+
+step() {	# name, command...
+	local name=$1; shift
+	echo "=== $name"
+	if ! "$@"; then
+		echo "=== $name: FAILED"
+		status=1
+	fi
+}
+
+step "build" make -j"$JOBS" WERROR=1 lib tests demo bench
+log=$(mktemp)
+step "tests (plain)" bash -c "tools/run-tests.sh build | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "demo" build/demo
+step "build asan+ubsan" make -j"$JOBS" WERROR=1 SAN=asan tests
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+step "tests (tsan, concurrency)" bash -c "tools/run-tests.sh build-tsan test-threads | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "man lint" make man-lint
+step "install + pkg-config + cmake" tools/install-smoke.sh
+rm -f "$log"
+echo "total: $tp passed, $tf failed"
+[ $status -eq 0 ] && [ $tf -eq 0 ]
