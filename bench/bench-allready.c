@@ -192,8 +192,50 @@ ar_run(const struct bench_opts *o, struct bench_result *res)
 	return failed ? -1 : 0;
 }
 
+/*
+ * `kqbench --allready-fixed BACKEND N CALLS`: N readable pipes (sockets
+ * when pipes do not fit), exactly CALLS wait calls; for the syscalls
+ * scenario.
+ */
+static int
+ar_fixed(int argc, char **argv)
+{
+	struct waitset w;
+	struct fdpairs p;
+	int bk, n, sock, *fds;
+	long calls;
+
+	if (argc != 3 || (bk = bk_parse(argv[0])) < 0 ||
+	    (n = atoi(argv[1])) <= 0) {
+		fprintf(stderr, "usage: kqbench --allready-fixed BACKEND N "
+		    "CALLS\n");
+		return 2;
+	}
+	calls = atol(argv[2]);
+	sock = 2L * n + 64 > (long)sysconf(_SC_OPEN_MAX);
+	if (fdpairs_open(&p, sock ? (n + 1) / 2 : n, sock, 0) < 0 ||
+	    ar_fill(&p, sock) < 0 || !(fds = calloc((size_t)n, sizeof(int)))) {
+		perror("allready: descriptors");
+		return 1;
+	}
+	for (int i = 0; i < n; i++)
+		fds[i] = sock ? (i % 2 ? p.w[i / 2] : p.r[i / 2]) : p.r[i];
+	if (waitset_open(&w, bk, fds, n, n) < 0) {
+		perror("allready: setup");
+		return 1;
+	}
+	if (waitset_loop(&w, calls) < 0)
+		fprintf(stderr, "allready: %s\n", strerror(w.err));
+	printf("%s n=%d calls=%ld bad=%ld\n", bk_name(bk), n, w.calls, w.bad);
+	waitset_close(&w);
+	free(fds);
+	fdpairs_close(&p);
+	return w.calls == calls && w.bad == 0 ? 0 : 1;
+}
+
 const struct bench_scenario bench_allready = {
 	.name = "allready",
 	.title = "N ready descriptors returned by one call, us per call",
 	.run = ar_run,
+	.fixed = ar_fixed,
 };

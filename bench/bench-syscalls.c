@@ -93,21 +93,29 @@ sc_parse(const char *path, struct sc_list *l)
 	return 0;
 }
 
+/* One traced workload: `kqbench --<scen>-fixed BACKEND n iters`. */
+struct sc_work {
+	const char *scen;	/* "ring" or "allready" */
+	int	 n;
+	const char *unit;	/* what one of `iters` is */
+};
+
 /*
- * Run `strace -f -c [-U ...] -o trace self --ring-fixed bk n iters`, child
- * stdout into `outf`.  Returns the exit status (127: strace not found).
+ * Run `strace -f -c [-U ...] -o trace self --<scen>-fixed bk n iters`,
+ * child output into `outf`.  Returns the exit status (127: no strace).
  */
 static int
 sc_exec(const struct bench_opts *o, int columns, const char *trace,
-    const char *outf, const char *bk, int n, long iters)
+    const char *outf, const struct sc_work *w, const char *bk, long iters)
 {
-	char ns[32], is[32];
+	char ns[32], is[32], opt[64];
 	const char *argv[16];
 	int k = 0, st;
 	pid_t pid;
 
-	snprintf(ns, sizeof(ns), "%d", n);
+	snprintf(ns, sizeof(ns), "%d", w->n);
 	snprintf(is, sizeof(is), "%ld", iters);
+	snprintf(opt, sizeof(opt), "--%s-fixed", w->scen);
 	argv[k++] = "strace";
 	argv[k++] = "-f";
 	argv[k++] = "-c";
@@ -118,7 +126,7 @@ sc_exec(const struct bench_opts *o, int columns, const char *trace,
 	argv[k++] = "-o";
 	argv[k++] = trace;
 	argv[k++] = o->self;
-	argv[k++] = "--ring-fixed";
+	argv[k++] = opt;
 	argv[k++] = bk;
 	argv[k++] = ns;
 	argv[k++] = is;
@@ -145,26 +153,27 @@ sc_exec(const struct bench_opts *o, int columns, const char *trace,
 
 /* Trace one configuration; fills l.  Returns 0, or -1 with a message. */
 static int
-sc_trace(const struct bench_opts *o, const char *bk, int n, long iters,
-    struct sc_list *l, char *msg, size_t msglen)
+sc_trace(const struct bench_opts *o, const struct sc_work *w, const char *bk,
+    long iters, struct sc_list *l, char *msg, size_t msglen)
 {
 	static int columns = 1;
 	char trace[4096], outf[4096];
 	int rc;
 
-	snprintf(trace, sizeof(trace), "%s/strace/ring-%s-%d-%ld.txt",
-	    o->outdir, bk, n, iters);
-	snprintf(outf, sizeof(outf), "%s/strace/ring-%s-%d-%ld.out",
-	    o->outdir, bk, n, iters);
-	rc = sc_exec(o, columns, trace, outf, bk, n, iters);
+	snprintf(trace, sizeof(trace), "%s/strace/%s-%s-%d-%ld.txt",
+	    o->outdir, w->scen, bk, w->n, iters);
+	snprintf(outf, sizeof(outf), "%s/strace/%s-%s-%d-%ld.out",
+	    o->outdir, w->scen, bk, w->n, iters);
+	rc = sc_exec(o, columns, trace, outf, w, bk, iters);
 	if (rc != 0 && rc != 127 && columns) {
 		/* Older strace without -U: use the classic layout. */
 		columns = 0;
-		rc = sc_exec(o, columns, trace, outf, bk, n, iters);
+		rc = sc_exec(o, columns, trace, outf, w, bk, iters);
 	}
 	if (rc != 0) {
 		snprintf(msg, msglen, rc == 127 ? "strace not found" :
-		    "strace/ring-fixed exited with %d (see %.180s)", rc, outf);
+		    "strace/%s-fixed exited with %d (see %.180s)", w->scen, rc,
+		    outf);
 		return -1;
 	}
 	if (sc_parse(trace, l) < 0 || l->n == 0) {
@@ -184,107 +193,183 @@ sc_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Per-unit counts of one backend: traced(iters) - traced(0), sorted. */
+static int
+sc_measure(const struct bench_opts *o, const struct sc_work *w,
+    const char *bk, long iters, struct sc_list *run, char *msg, size_t ml)
+{
+	static struct sc_list base;
+
+	progress("[syscalls] %s n=%d %s: strace, 0 and %ld %ss\n", w->scen,
+	    w->n, bk, iters, w->unit);
+	if (sc_trace(o, w, bk, 0, &base, msg, ml) < 0 ||
+	    sc_trace(o, w, bk, iters, run, msg, ml) < 0)
+		return -1;
+	for (int i = 0; i < base.n; i++) {
+		struct sc_count *c = sc_find(run, base.c[i].name, 1);
+
+		if (c) {
+			c->calls -= base.c[i].calls;
+			c->errors -= base.c[i].errors;
+		}
+	}
+	qsort(run->c, (size_t)run->n, sizeof(run->c[0]), sc_cmp);
+	return 0;
+}
+
+static void __attribute__((format(printf, 3, 4)))
+sc_cat(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* Append which system calls kq makes more (or fewer) of than epoll. */
+static void
+sc_note_diff(char *buf, size_t len, const struct sc_work *w,
+    const struct sc_list *kq, const struct sc_list *ep, long iters)
+{
+	int any = 0;
+
+	sc_cat(buf, len, "- %s n=%d, kq - epoll per %s:", w->scen, w->n, w->unit);
+	for (int pass = 0; pass < 2; pass++) {
+		const struct sc_list *a = pass ? ep : kq;
+		const struct sc_list *b = pass ? kq : ep;
+
+		for (int i = 0; i < a->n; i++) {
+			const struct sc_count *c = NULL;
+			double d;
+
+			for (int j = 0; j < b->n; j++)
+				if (strcmp(b->c[j].name, a->c[i].name) == 0)
+					c = &b->c[j];
+			if (pass && c)
+				continue;	/* done in the first pass */
+			d = (double)(a->c[i].calls - (c ? c->calls : 0)) /
+			    iters;
+			if (pass)
+				d = -d;
+			if (d < 0.005 && d > -0.005)
+				continue;
+			sc_cat(buf, len, "%s %s %+.2f", any ? "," : "",
+			    a->c[i].name, d);
+			any = 1;
+		}
+	}
+	sc_cat(buf, len, "%s\n", any ? "" : " none");
+}
+
 static int
 sc_run(const struct bench_opts *o, struct bench_result *res)
 {
-	static const int sizes[] = { 8, 1000 };
+	static const struct sc_work works[] = {
+		{ "ring", 8, "iteration" },
+		{ "ring", 1000, "iteration" },
+		{ "allready", 1000, "call" },
+	};
 	static const int bks[] = { BK_KQ, BK_EPOLL };
+	static struct sc_list lists[2];
 	struct bench_table *t = bt_new(res, "syscalls",
-	    "syscalls: system calls per ring iteration (strace -f -c)");
+	    "syscalls: system calls per wait call, kq vs epoll (strace -f -c)");
 	struct bench_table *b = bt_new(res, "syscalls-breakdown",
-	    "syscalls-breakdown: calls per ring iteration by system call");
-	long iters = o->quick ? 20000 : 100000;
-	char dir[4096], msg[256] = "";
+	    "syscalls-breakdown: calls per unit of work by system call");
+	char dir[4096], msg[256] = "", diffs[1024] = "";
 	int failed = 0;
 
-	bt_cols(t, "n|backend|iterations|syscalls/iter|x epoll|errors/iter|"
-	    "main calls per iteration");
-	bt_cols(b, "n|backend|syscall|calls/iter|errors/iter");
+	bt_cols(t, "workload|n|backend|units|syscalls/unit|x epoll|"
+	    "errors/unit|main calls per unit");
+	bt_cols(b, "workload|n|backend|syscall|calls/unit|errors/unit");
 	snprintf(dir, sizeof(dir), "%s/strace", o->outdir);
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
 		progress("syscalls: %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
-	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+	for (size_t wi = 0; wi < sizeof(works) / sizeof(works[0]); wi++) {
+		const struct sc_work *w = &works[wi];
+		long iters = strcmp(w->scen, "ring") == 0 ?
+		    (o->quick ? 20000 : 100000) : (o->quick ? 100 : 500);
 		double per[2] = { 0, 0 };
+		int ok[2] = { 0, 0 };
 
 		for (size_t bi = 0; bi < sizeof(bks) / sizeof(bks[0]); bi++) {
-			static struct sc_list base, run;
 			const char *bk = bk_name(bks[bi]);
-			int n = sizes[si], r;
-			long tot = 0, errs = 0;
+			struct sc_list *run = &lists[bi];
 			char summary[BT_CELL] = "";
+			long tot = 0, errs = 0;
+			int r;
 
-			progress("[syscalls] %s n=%d: strace, 0 and %ld "
-			    "iterations\n", bk, n, iters);
-			if (sc_trace(o, bk, n, 0, &base, msg, sizeof(msg)) < 0 ||
-			    sc_trace(o, bk, n, iters, &run, msg,
+			if (sc_measure(o, w, bk, iters, run, msg,
 			    sizeof(msg)) < 0) {
 				progress("syscalls: %s\n", msg);
-				bt_note(t, "%s n=%d: %s. ", bk, n, msg);
+				bt_note(t, "%s n=%d %s: %s. ", w->scen, w->n,
+				    bk, msg);
 				failed = 1;
 				continue;
 			}
-			/* run -= base, per syscall. */
-			for (int i = 0; i < base.n; i++) {
-				struct sc_count *c = sc_find(&run,
-				    base.c[i].name, 1);
-
-				if (c) {
-					c->calls -= base.c[i].calls;
-					c->errors -= base.c[i].errors;
-				}
-			}
-			qsort(run.c, (size_t)run.n, sizeof(run.c[0]), sc_cmp);
-			for (int i = 0; i < run.n; i++) {
-				double cpi = (double)run.c[i].calls / iters;
-				double epi = (double)run.c[i].errors / iters;
+			ok[bi] = 1;
+			for (int i = 0; i < run->n; i++) {
+				double cpi = (double)run->c[i].calls / iters;
+				double epi = (double)run->c[i].errors / iters;
 				size_t sl = strlen(summary);
 
-				tot += run.c[i].calls;
-				errs += run.c[i].errors;
+				tot += run->c[i].calls;
+				errs += run->c[i].errors;
 				if (cpi < 0.0005 && cpi > -0.0005)
 					continue;
 				r = bt_row(b);
-				bt_set(b, r, 0, "%d", n);
-				bt_set(b, r, 1, "%s", bk);
-				bt_set(b, r, 2, "%s", run.c[i].name);
-				bt_set(b, r, 3, "%.3f", cpi);
-				bt_set(b, r, 4, "%.3f", epi);
-				if (cpi >= 0.05 && sl + 40 < sizeof(summary))
+				bt_set(b, r, 0, "%s", w->scen);
+				bt_set(b, r, 1, "%d", w->n);
+				bt_set(b, r, 2, "%s", bk);
+				bt_set(b, r, 3, "%s", run->c[i].name);
+				bt_set(b, r, 4, "%.3f", cpi);
+				bt_set(b, r, 5, "%.3f", epi);
+				if (cpi >= 0.05 && sl + 24 < sizeof(summary))
 					snprintf(summary + sl,
 					    sizeof(summary) - sl, "%s%s %.2f",
-					    sl ? ", " : "", run.c[i].name, cpi);
+					    sl ? ", " : "", run->c[i].name, cpi);
 			}
 			per[bi] = (double)tot / iters;
 			r = bt_row(t);
-			bt_set(t, r, 0, "%d", n);
-			bt_set(t, r, 1, "%s", bk);
-			bt_set(t, r, 2, "%ld", iters);
-			bt_set(t, r, 3, "%.3f", per[bi]);
-			bt_set(t, r, 4, "%s", "");
-			bt_set(t, r, 5, "%.3f", (double)errs / iters);
-			bt_set(t, r, 6, "%s", summary);
-			if (bi == 1 && per[1] > 0.0 && per[0] > 0.0) {
+			bt_set(t, r, 0, "%s", w->scen);
+			bt_set(t, r, 1, "%d", w->n);
+			bt_set(t, r, 2, "%s", bk);
+			bt_set(t, r, 3, "%ld %ss", iters, w->unit);
+			bt_set(t, r, 4, "%.3f", per[bi]);
+			bt_set(t, r, 5, "%s", "-");
+			bt_set(t, r, 6, "%.3f", (double)errs / iters);
+			bt_set(t, r, 7, "%s", summary);
+			if (bi == 1 && ok[0] && per[1] > 0.0) {
 				/* Fill kq's ratio now that epoll is known. */
-				bt_set(t, r - 1, 4, "%.2f", per[0] / per[1]);
-				bt_set(t, r, 4, "1.00");
+				bt_set(t, r - 1, 5, "%.2f", per[0] / per[1]);
+				bt_set(t, r, 5, "1.00");
 			}
 		}
+		if (ok[0] && ok[1])
+			sc_note_diff(diffs, sizeof(diffs), w, &lists[0],
+			    &lists[1], iters);
 	}
 	bt_note(t, "Cost: lower is better; `x epoll` = kq's system calls per "
-	    "iteration / raw epoll's. Counts are (run with %ld iterations) - "
-	    "(run with 0 iterations), divided by %ld, so set-up is excluded. "
-	    "One iteration = one wait call. Raw epoll needs 3 per iteration "
-	    "(epoll_wait, epoll_ctl, read or write); kq over epoll cannot go "
-	    "below that. Raw strace output: %s/.\n", iters, iters, dir);
-	bt_note(b, "Rows with |calls/iter| < 0.0005 are left out. Errors are "
+	    "unit / raw epoll's. A unit is one wait call: a ring iteration, "
+	    "or one zero-timeout call returning all N ready events "
+	    "(allready). Counts are (traced run with K units) - (traced run "
+	    "with 0 units), divided by K, so set-up and tear-down cancel. "
+	    "Raw epoll needs 3 calls per ring iteration (epoll_wait, "
+	    "epoll_ctl, read or write); kq over epoll cannot go below that. "
+	    "Raw strace output: %s/.\n\nDifferences, kq - epoll "
+	    "(positive = kq makes more):\n\n%s", dir, diffs);
+	bt_note(b, "Rows with |calls/unit| < 0.0005 are left out. Errors are "
 	    "calls that failed (e.g. EAGAIN).\n");
 	return failed ? -1 : 0;
 }
 
 const struct bench_scenario bench_syscalls = {
 	.name = "syscalls",
-	.title = "system calls per ring iteration under strace, kq vs epoll",
+	.title = "system calls per ring iteration / allready call, strace",
 	.run = sc_run,
 };

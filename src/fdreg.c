@@ -39,6 +39,14 @@ fdreg_forget(struct kqueue *kq, int fd)
 	fdreg_set(kq, fd, 0);
 }
 
+/* epoll_ctl on the kqueue's set; counts changes for kq_scan (kq_regseq). */
+static int
+fdreg_ctl(struct kqueue *kq, int op, int fd, struct epoll_event *ev)
+{
+	kq->kq_regseq++;
+	return epoll_ctl(kq->kq_fd, op, fd, ev);
+}
+
 static uint32_t
 fdreg_want(struct kqueue *kq, int fd)
 {
@@ -104,7 +112,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 		if (atomic_load_explicit(&kq->kq_vfd, memory_order_relaxed) == fd)
 			atomic_store(&kq->kq_vfd, -1);
 		if ((cur & R_REG) &&
-		    epoll_ctl(kq->kq_fd, EPOLL_CTL_DEL, fd, &ev) != 0)
+		    fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) != 0)
 			return errno;
 		return 0;
 	}
@@ -122,7 +130,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 			return 0;
 		if ((cur & R_EXCL) || (want & R_EXCL)) {
 			/* EPOLLEXCLUSIVE registrations cannot be modified. */
-			if (epoll_ctl(kq->kq_fd, EPOLL_CTL_DEL, fd, &ev) != 0)
+			if (fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) != 0)
 				return errno;
 			cur &= ~R_REG;
 			if ((want & (R_IN | R_OUT)) == 0) {
@@ -131,7 +139,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 			}
 		} else {
 			ev.events = fdreg_events(want);
-			if (epoll_ctl(kq->kq_fd, EPOLL_CTL_MOD, fd, &ev) != 0)
+			if (fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) != 0)
 				return errno;
 			fdreg_set(kq, fd, want | R_REG | keep);
 			return 0;
@@ -140,7 +148,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 	ev.events = fdreg_events(want);
 	if ((want & R_EXCL) && (want & R_ET) && (want & (R_IN | R_OUT)) == 0)
 		ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
-	if (epoll_ctl(kq->kq_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+	if (fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) != 0) {
 		int e = errno;
 
 		if (e == EPERM) {

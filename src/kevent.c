@@ -294,7 +294,7 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 /* Pass B: translate one epoll event.  Returns the kevents written. */
 static int
 kq_translate(struct kqueue *kq, const struct epoll_event *e,
-    struct kevent *out, int room)
+    struct kevent *out, int room, int stale)
 {
 	struct knote *kn, *next;
 	int fd, k = 0;
@@ -329,7 +329,12 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		}
 		fop = filter_lookup(kn->kn_filter);
 		kq_prefill(&out[k], kn);
-		r = fop->f_event(kq, kn, e->events, &out[k]);
+		/*
+		 * If another thread changed registrations while we waited,
+		 * the event may predate them (a dispatched knote re-enabled
+		 * after its data was consumed): re-check instead.
+		 */
+		r = fop->f_event(kq, kn, stale ? 0 : e->events, &out[k]);
 		if (r < 0) {
 			knote_drop_fd(kq, fd);
 			break;
@@ -407,7 +412,8 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 {
 	struct epoll_event ev[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
-	int n = 0, r, i, infinite = 0, zero = 0;
+	int n = 0, r, i, infinite = 0, zero = 0, stale;
+	uint32_t seq;
 
 	if (tsp == NULL)
 		infinite = 1;
@@ -435,10 +441,12 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		if (kq->kq_nrepoll > 0 && (tmo < 0 ||
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
+		seq = kq->kq_regseq;
 		KQ_UNLOCK(kq);
 		r = kq_epoll_wait(kq->kq_fd, ev,
 		    nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH, tmo);
 		KQ_LOCK(kq);
+		stale = seq != kq->kq_regseq;
 		if (r < 0) {
 			int e = errno;
 
@@ -451,10 +459,11 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			return -e;
 		}
 		for (i = 0; i < r && n < nevents; i++)
-			n += kq_translate(kq, &ev[i], out + n, nevents - n);
+			n += kq_translate(kq, &ev[i], out + n, nevents - n,
+			    stale);
 		for (; i < r; i++) {
 			/* Out of room: internal sources still need service. */
-			n += kq_translate(kq, &ev[i], out + n, 0);
+			n += kq_translate(kq, &ev[i], out + n, 0, stale);
 		}
 		if (kq->kq_nrepoll > 0)
 			kq_repoll(kq);

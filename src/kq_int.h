@@ -131,6 +131,9 @@ struct kqueue {
 	int		 kq_count;	/* entries on kq_head (incl. dropped) */
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
 	uint32_t	 kq_scanid;	/* bumped by every collection */
+	uint32_t	 kq_regseq;	/* bumped by every epoll_ctl: epoll
+					   events fetched across a change may
+					   be stale and are re-checked */
 	struct knote	**kq_fdtab;	/* knote chains indexed by descriptor */
 	int		 kq_fdtabsize;
 	struct knote	**kq_hash;	/* non-descriptor knotes */

@@ -374,6 +374,54 @@ listen_socket_data_is_accept_queue_length(void **state)
 	close(ls);
 }
 
+/*
+ * A connection reset is an EOF that carries the socket error: EV_EOF with
+ * fflags = so_error (ECONNRESET), FreeBSD filt_soread.
+ */
+static void
+socket_eof_after_reset_carries_so_error(void **state)
+{
+	struct sockaddr_in sin;
+	struct linger lg = { 1, 0 };
+	int kq, ls, c, s, r = 0;
+	struct kevent ev;
+
+	(void)state;
+	ls = tcp_listener(&sin);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(c >= 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	s = accept(ls, NULL, NULL);
+	assert_true(s >= 0);
+	close(ls);
+
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, c, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	t_expect_none(kq);
+
+	/* Linger 0: close() sends a reset instead of a FIN. */
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg,
+	    sizeof(lg)), 0);
+	assert_int_equal(close(s), 0);
+
+	memset(&ev, 0, sizeof(ev));
+	for (int i = 0; i < 50; i++) {
+		r = wait_events(kq, &ev, 1, 20);
+		if (r == 1 && (ev.flags & EV_EOF))
+			break;
+	}
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, c);
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+	if (ev.fflags != ECONNRESET)
+		fprintf(stderr, "EV_EOF after reset: fflags %u, want "
+		    "ECONNRESET (%d)\n", ev.fflags, ECONNRESET);
+	assert_int_equal(ev.fflags, ECONNRESET);
+
+	close(kq);
+	close(c);
+}
+
 /* ------------------------------------------------------------------ */
 /* Pipes and FIFOs                                                    */
 /* ------------------------------------------------------------------ */
@@ -790,6 +838,7 @@ main(void)
 		cmocka_unit_test(socket_eof_on_peer_close_without_data),
 		cmocka_unit_test(socket_note_lowat_holds_event_until_mark),
 		cmocka_unit_test(listen_socket_data_is_accept_queue_length),
+		cmocka_unit_test(socket_eof_after_reset_carries_so_error),
 		cmocka_unit_test(pipe_data_is_bytes_and_eof_on_writer_close),
 		cmocka_unit_test(pipe_eof_only_when_last_writer_closes),
 		cmocka_unit_test(fifo_eof_on_writer_close_and_cleared_by_new_writer),

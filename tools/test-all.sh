@@ -33,7 +33,7 @@ step "build asan+ubsan" make -j"$JOBS" WERROR=1 SAN=asan tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 step "tests (tsan, concurrency)" bash -c "tools/run-tests.sh build-tsan test-threads | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
