@@ -12,9 +12,12 @@
 #include "bench.h"
 
 #include <getopt.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 
 static const struct bench_scenario *const registry[] = {
 	&bench_ring,
@@ -146,7 +149,7 @@ md_table(FILE *f, const struct bench_table *t)
 }
 
 static void
-md_header(FILE *f, const struct bench_opts *o, int argc, char **argv)
+md_header(FILE *f, const struct bench_opts *o, const char *cmdline)
 {
 	char cpu[256] = "unknown", line[512], date[64];
 	struct utsname u;
@@ -169,10 +172,8 @@ md_header(FILE *f, const struct bench_opts *o, int argc, char **argv)
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
 	uname(&u);
 	fprintf(f, "# kqbench report\n\n");
-	fprintf(f, "- command:");
-	for (int i = 0; i < argc; i++)
-		fprintf(f, " %s", argv[i]);
-	fprintf(f, "\n- date: %s\n", date);
+	fprintf(f, "- command: `%s`\n", cmdline);
+	fprintf(f, "- date: %s\n", date);
 	fprintf(f, "- system: %s %s %s, CPU: %s, %ld online CPUs\n",
 	    u.sysname, u.release, u.machine, cpu, sysconf(_SC_NPROCESSORS_ONLN));
 	fprintf(f, "- mode: %s; %d repetitions per measurement, backends "
@@ -188,6 +189,49 @@ md_header(FILE *f, const struct bench_opts *o, int argc, char **argv)
 	    "same repetition (median of the per-repetition ratios). For "
 	    "throughput higher is better, for costs (ns, µs, syscalls) lower "
 	    "is better.\n");
+}
+
+/* ---- isolation ------------------------------------------------------------- */
+
+/*
+ * Run one scenario in a child process so that a crash or a hang in the
+ * library costs that scenario only, and every scenario starts from a fresh
+ * process (no kqueue pools, descriptors or heap left by the previous one).
+ * The child writes its tables into shared memory.  Returns the scenario's
+ * result (0 or -1); `why` says how a child that did not exit normally died.
+ */
+static int
+run_isolated(const struct bench_scenario *s, const struct bench_opts *o,
+    struct bench_result *res, char *why, size_t whylen)
+{
+	unsigned limit = o->quick ? 150 : 1800;
+	pid_t pid;
+	int st;
+
+	why[0] = '\0';
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		snprintf(why, whylen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		alarm(limit);
+		_exit(s->run(o, res) == 0 ? 0 : 1);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			snprintf(why, whylen, "waitpid: %s", strerror(errno));
+			return -1;
+		}
+	if (WIFSIGNALED(st)) {
+		if (WTERMSIG(st) == SIGALRM)
+			snprintf(why, whylen, "timed out after %u s", limit);
+		else
+			snprintf(why, whylen, "killed by signal %d (%s)",
+			    WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return -1;
+	}
+	return WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -216,7 +260,7 @@ main(int argc, char **argv)
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL,		0,			NULL, 0 },
 	};
-	static char self[4096];
+	static char self[4096], cmdline[1024];
 	struct bench_opts o = { .outdir = "build/bench", .reps = 0 };
 	char *names[64];
 	int nnames = 0, c, failed = 0, ran = 0;
@@ -239,6 +283,11 @@ main(int argc, char **argv)
 			}
 		}
 
+	/* Saved first: getopt and strtok rewrite argv. */
+	for (int i = 0; i < argc; i++)
+		snprintf(cmdline + strlen(cmdline),
+		    sizeof(cmdline) - strlen(cmdline), "%s%s", i ? " " : "",
+		    argv[i]);
 	while ((c = getopt_long(argc, argv, "qfs:r:o:lh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
@@ -318,8 +367,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "kqbench: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	md_header(md, &o, argc, argv);
-	if (!(res = malloc(sizeof(*res)))) {
+	md_header(md, &o, cmdline);
+	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED) {
 		fclose(md);
 		return 1;
 	}
@@ -327,6 +378,7 @@ main(int argc, char **argv)
 	for (int i = 0; i < NSCEN; i++) {
 		const struct bench_scenario *s = registry[i];
 		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+		char why[128];
 		int rc;
 
 		if (!selected(names, nnames, s->name))
@@ -334,15 +386,21 @@ main(int argc, char **argv)
 		ran++;
 		progress("[%s] %s\n", s->name, s->title);
 		memset(res, 0, sizeof(*res));
-		rc = s->run(&o, res);
-		progress("[%s] done in %.1f s%s\n", s->name,
+		rc = run_isolated(s, &o, res, why, sizeof(why));
+		progress("[%s] done in %.1f s%s%s%s\n", s->name,
 		    (double)(clock_ns(CLOCK_MONOTONIC) - t0) / 1e9,
-		    rc ? " (FAILED)" : "");
-		if (rc)
+		    rc ? " - FAILED" : "", why[0] ? ": " : "",
+		    rc ? why : "");
+		if (rc) {
 			failed++;
+			printf("\nscenario %s FAILED%s%s\n", s->name,
+			    why[0] ? ": " : "", why);
+		}
 		fprintf(md, "\n## %s\n", s->name);
-		if (rc && res->ntables == 0)
-			fprintf(md, "\nScenario failed; see stderr.\n");
+		if (rc)
+			fprintf(md, "\n**Scenario failed%s%s**; the tables "
+			    "below may be incomplete (progress and errors "
+			    "went to stderr).\n", why[0] ? ": " : "", why);
 		for (int k = 0; k < res->ntables; k++) {
 			print_table(stdout, &res->table[k]);
 			md_table(md, &res->table[k]);
@@ -352,7 +410,7 @@ main(int argc, char **argv)
 		}
 		fflush(md);
 	}
-	free(res);
+	munmap(res, sizeof(*res));
 	fclose(md);
 	printf("\nkqbench: %d scenario(s), %d failed; report in %s\n", ran,
 	    failed, path);

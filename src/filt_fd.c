@@ -188,7 +188,12 @@ filt_fdmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 		int64_t lw = kev->data < 0 ? 0 :
 		    kev->data > INT32_MAX ? INT32_MAX : kev->data;
 
-		kn->kn_sdata = lw;	/* also forgets the pipe capacity */
+		/* Keep the cached pipe capacity; re-learn it on EV_ADD. */
+		if (kev->flags & EV_ADD)
+			kn->kn_sdata = lw;
+		else
+			kn->kn_sdata = (int64_t)(((uint64_t)PIPECAP(kn) << 32) |
+			    (uint32_t)lw);
 	} else
 		kn->kn_sdata = kev->data;
 	return 0;

@@ -1013,15 +1013,22 @@ wakeone_on_non_fd_filter_fails_einval(void **state)
 	errno = 0;
 	assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), -1);
 	assert_int_equal(errno, EINVAL);
+	/* Control: without EV_WAKEONE the same registrations succeed. */
+	t_change(kq, 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	t_change(kq, 2, EVFILT_TIMER, EV_ADD, 0, 1000, NULL);
+	t_change(kq, 1, EVFILT_USER, EV_DELETE, 0, 0, NULL);
+	t_change(kq, 2, EVFILT_TIMER, EV_DELETE, 0, 0, NULL);
 	assert_not_registered(kq, 1, EVFILT_USER);
 	assert_not_registered(kq, 2, EVFILT_TIMER);
 }
 
 /*
  * Child side of the two-process test.  Reports (id, code) byte pairs on
- * rep: 'R' registered and about to wait, 'A' listener event and accept()
- * succeeded, 'E' listener event but nothing to accept, 'T' wait timed
- * out, 'C' released by the parent, 'X' setup failure.
+ * rep: 'R' registered and about to wait, 'W' woken by the listener, 'A'
+ * accept() succeeded, 'E' nothing to accept, 'T' wait timed out, 'C'
+ * released by the parent, 'X' setup failure.  A woken child holds the
+ * connection pending for 300 ms before accepting it, so that a second,
+ * wrongly woken child would still find it and report 'W' too.
  */
 static void
 report(int rep, int id, char code)
@@ -1060,18 +1067,21 @@ wakeone_child(int id, int lfd, int ctl, int rep)
 			_exit(1);
 		}
 		for (i = 0; i < n; i++) {
-			if (ev[i].ident == (uintptr_t)lfd) {
-				int c = accept(lfd, NULL, NULL);
-
-				report(rep, id, c >= 0 ? 'A' : 'E');
-				if (c >= 0)
-					close(c);
-			}
-		}
-		for (i = 0; i < n; i++) {
 			if (ev[i].ident == (uintptr_t)ctl) {
 				report(rep, id, 'C');
 				_exit(0);
+			}
+		}
+		for (i = 0; i < n; i++) {
+			if (ev[i].ident == (uintptr_t)lfd) {
+				int c;
+
+				report(rep, id, 'W');
+				sleep_ms(300);
+				c = accept(lfd, NULL, NULL);
+				report(rep, id, c >= 0 ? 'A' : 'E');
+				if (c >= 0)
+					close(c);
 			}
 		}
 	}
@@ -1132,8 +1142,9 @@ wait_until_blocked(pid_t pid)
 static void
 wakeone_wakes_exactly_one_of_two_processes(void **state)
 {
-	int lfd, ctl[2], rep[2], i, got, accepted[2] = { 0, 0 },
-	    spurious[2] = { 0, 0 }, released[2] = { 0, 0 };
+	int lfd, ctl[2], rep[2], i, got, winner, id;
+	int woken[2] = { 0, 0 }, accepted[2] = { 0, 0 },
+	    missed[2] = { 0, 0 }, released[2] = { 0, 0 };
 	char msg[2];
 
 	(void)state;
@@ -1170,32 +1181,57 @@ wakeone_wakes_exactly_one_of_two_processes(void **state)
 		wait_until_blocked(children[i]);
 	sleep_ms(100);
 
-	/* One connection. */
+	/* One connection wakes one child... */
 	(void)connect_to_listener();
-
-	/* Someone accepts it... */
 	assert_true(read_report(rep[0], 5000, msg));
-	if (msg[1] != 'A')
+	if (msg[1] != 'W')
 		fprintf(stderr, "first report: child %c code %c\n", msg[0],
 		    msg[1]);
-	assert_int_equal(msg[1], 'A');
-	accepted[msg[0] - '0']++;
-	/* ...and the other stays asleep for a further 200 ms. */
-	if (read_report(rep[0], 200, msg)) {
-		fprintf(stderr, "second wake-up: child %c code %c\n", msg[0],
-		    msg[1]);
-		fail();
+	assert_int_equal(msg[1], 'W');
+	winner = msg[0] - '0';
+	assert_true(winner == 0 || winner == 1);
+	woken[winner]++;
+
+	/*
+	 * ...and the other one stays asleep for 200 ms although the
+	 * connection is still pending (the winner holds it for 300 ms).
+	 */
+	{
+		int64_t deadline;
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		deadline = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 200;
+		for (;;) {
+			int left;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left = (int)(deadline - ((int64_t)now.tv_sec * 1000 +
+			    now.tv_nsec / 1000000));
+			if (left <= 0 || !read_report(rep[0], left, msg))
+				break;
+			id = msg[0] - '0';
+			if (id != winner) {
+				fprintf(stderr, "second child woke: %c %c\n",
+				    msg[0], msg[1]);
+				fail();
+			}
+			if (msg[1] == 'A')
+				accepted[id]++;
+			else if (msg[1] == 'E')
+				missed[id]++;
+		}
 	}
 
 	/* Release both and collect the rest. */
 	put(ctl[1], 1);
 	while (read_report(rep[0], 5000, msg)) {
-		int id = msg[0] - '0';
-
+		id = msg[0] - '0';
 		assert_true(id == 0 || id == 1);
 		switch (msg[1]) {
+		case 'W': woken[id]++; break;
 		case 'A': accepted[id]++; break;
-		case 'E': spurious[id]++; break;
+		case 'E': missed[id]++; break;
 		case 'C': released[id]++; break;
 		default:
 			fprintf(stderr, "child %d: %c\n", id, msg[1]);
@@ -1210,8 +1246,10 @@ wakeone_wakes_exactly_one_of_two_processes(void **state)
 		assert_int_equal(WEXITSTATUS(st), 0);
 	}
 	n_children = 0;
-	assert_int_equal(accepted[0] + accepted[1], 1);
-	assert_int_equal(spurious[0] + spurious[1], 0);
+	assert_int_equal(woken[winner], 1);
+	assert_int_equal(woken[1 - winner], 0);
+	assert_int_equal(accepted[winner], 1);
+	assert_int_equal(missed[0] + missed[1], 0);
 	assert_int_equal(released[0], 1);
 	assert_int_equal(released[1], 1);
 }
