@@ -184,11 +184,12 @@ ar_run(const struct bench_opts *o, struct bench_result *res)
 		free(fds);
 		fdpairs_close(&p);
 	}
-	bt_note(t, "\n\nCost: lower is better; `x epoll` = backend's time "
+	bt_note(t, "%sCost: lower is better; `x epoll` = backend's time "
 	    "per call / epoll_wait's (1.20 = 20%% slower). Every call has "
 	    "timeout {0, 0} and room for all N events. Seed 001 (kernel "
 	    "kqueue module vs poll, 2004 hardware) measured kqueue/poll "
-	    "51/48, 250/251, 260/401, 278/527 us at N = 100/500/800/1000.\n");
+	    "51/48, 250/251, 260/401, 278/527 us at N = 100/500/800/1000.\n",
+	    t->notes[0] ? "\n\n" : "");
 	return failed ? -1 : 0;
 }
 

@@ -122,10 +122,11 @@ idle_run(const struct bench_opts *o, struct bench_result *res)
 		free(fds);
 		fdpairs_close(&p);
 	}
-	bt_note(t, "\n\nCost: lower is better; `x epoll` = backend's ns per "
+	bt_note(t, "%sCost: lower is better; `x epoll` = backend's ns per "
 	    "call / epoll_wait's (1.20 = 20%% slower). Descriptors: both ends "
 	    "of N/2 socketpairs, registered for reading, never ready; timeout "
-	    "{0, 0}. select() only where every descriptor < FD_SETSIZE.");
+	    "{0, 0}. select() only where every descriptor < FD_SETSIZE.",
+	    t->notes[0] ? "\n\n" : "");
 	if (kq_first > 0 && ep_first > 0)
 		bt_note(t, " Flatness, CPU ns/call at N=%d over N=%d: kq %.2f, "
 		    "epoll %.2f (1.00 = flat).", last_n, first_n,
