@@ -93,6 +93,38 @@ fdreg_events(uint32_t want)
 }
 
 /*
+ * Register every descriptor and internal source of kq in the new epoll set
+ * epfd, as they are registered in the current one (kq_rebuild).
+ * Descriptors that cannot be registered any more are dropped.
+ */
+int
+fdreg_readd_all(struct kqueue *kq, int epfd)
+{
+	struct epoll_event ev;
+	struct knote *chain;
+	int fd, s;
+
+	for (fd = 0; fd < kq->kq_fdtabsize; fd++) {
+		chain = kq->kq_fdtab[fd];
+		if (chain == NULL || !(chain->kn_reg & R_REG))
+			continue;
+		ev.events = fdreg_events(chain->kn_reg & R_MODEMASK);
+		ev.data.u64 = (uint64_t)(unsigned)fd;
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+			knote_drop_fd(kq, fd);
+	}
+	for (s = 0; s < KQ_NSRC; s++) {
+		if (kq->kq_src[s].ks_ready == NULL)
+			continue;
+		ev.events = EPOLLIN;
+		ev.data.u64 = KQ_SRCKEY | (uint64_t)s;
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, kq->kq_src[s].ks_fd, &ev) != 0)
+			return errno;
+	}
+	return 0;
+}
+
+/*
  * Bring the kernel registration of fd in line with its knote chain.  cur is
  * the registration as the kernel has it now.  force issues the epoll_ctl
  * even when nothing changed (re-evaluation after EV_ADD, and the check that

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,13 @@
 #define SK_MEMINFO_WMEM_QUEUED	5
 #define SK_MEMINFO_VARS		9
 #endif
+
+/*
+ * The kernel's struct tcp_info (linux/tcp.h) has grown past glibc's copy;
+ * tcpi_bytes_acked (Linux 4.1) sits at byte 120 of it.
+ */
+#define TCPI_BYTES_ACKED_OFF	120
+#define TCPI_WORDS		64
 
 /*
  * For EVFILT_WRITE knotes the low 32 bits of kn_sdata hold the NOTE_LOWAT
@@ -173,8 +181,8 @@ filt_fddetach(struct kqueue *kq, struct knote *kn)
 {
 	if (kn->kn_filter == EVFILT_EMPTY)
 		kq->kq_nrepoll--;
-	if (R_KIND(kn->kn_reg) == K_FILE)
-		kq_inotify_unwatch(kq, kn);
+	if (kq->kq_src[KQ_SRC_INOTIFY].ks_ready != NULL)
+		kq_inotify_unwatch(kq, kn);	/* kn_reg may be forgotten */
 	if (!(kn->kn_reg & (R_REG | R_NOPOLL)))
 		return 0;
 	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, 0);
@@ -377,8 +385,32 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		return 0;
 	if (ioctl(fd, SIOCOUTQ, &n) != 0)
 		return errno == EBADF ? -1 : 0;
-	if (n != 0)
+	if (n != 0) {
+		kn->kn_status &= ~KN_FIRED;
 		return 0;
+	}
+	if (kn->kn_flags & EV_CLEAR) {
+		/*
+		 * EV_CLEAR: report only a new transition to empty.  On
+		 * loopback the buffer may fill and drain between two checks,
+		 * so for TCP the acknowledged-bytes counter tells whether
+		 * anything was sent since the last report (kept in kn_sdata,
+		 * which EVFILT_EMPTY takes no input in).
+		 */
+		uint64_t ti[TCPI_WORDS], acked;
+		socklen_t len = sizeof(ti);
+
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0 &&
+		    len >= TCPI_BYTES_ACKED_OFF + sizeof(acked)) {
+			memcpy(&acked, (char *)ti + TCPI_BYTES_ACKED_OFF,
+			    sizeof(acked));
+			if ((kn->kn_status & KN_FIRED) &&
+			    (int64_t)acked == kn->kn_sdata)
+				return 0;
+			kn->kn_sdata = (int64_t)acked;
+		} else if (kn->kn_status & KN_FIRED)
+			return 0;
+	}
 	out->data = 0;
 	out->fflags = 0;
 	if (hint & EPOLLHUP)
@@ -417,6 +449,12 @@ const struct filterops fd_write_filtops = {
 	.f_event = filt_write,
 };
 
+static void
+filt_emptyclear(struct kqueue *kq, struct knote *kn)
+{
+	kn->kn_status |= KN_FIRED;
+}
+
 const struct filterops fd_empty_filtops = {
 	.f_isfd = 1,
 	.f_size = sizeof(struct knote),
@@ -425,4 +463,5 @@ const struct filterops fd_empty_filtops = {
 	.f_modify = filt_fdmodify,
 	.f_update = filt_fdupdate,
 	.f_event = filt_empty,
+	.f_clear = filt_emptyclear,
 };

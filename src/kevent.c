@@ -336,7 +336,13 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		 */
 		r = fop->f_event(kq, kn, stale ? 0 : e->events, &out[k]);
 		if (r < 0) {
+			/*
+			 * The number is closed, yet epoll reported it: the
+			 * open file lives on through a dup() (or a child) and
+			 * its registration cannot be removed by number.
+			 */
 			knote_drop_fd(kq, fd);
+			kq->kq_zombie = 1;
 			break;
 		}
 		if (r == 0)
@@ -345,6 +351,33 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		kq_delivered(kq, kn, fop);
 	}
 	return k;
+}
+
+/*
+ * Replace the kqueue's epoll set by a fresh one holding the same
+ * registrations, minus those whose descriptor number was closed while a
+ * dup() kept the open file (and its registration) alive: epoll offers no
+ * way to remove those, and a level-triggered one would make every wait
+ * return at once.  dup3() puts the new set under the kqueue's descriptor
+ * number.  Pollers of the kqueue descriptor itself (an outer epoll or
+ * kqueue) lose their registration; see kevent.2.
+ */
+static void
+kq_rebuild(struct kqueue *kq)
+{
+	int nfd, fl;
+
+	kq->kq_zombie = 0;
+	fl = fcntl(kq->kq_fd, F_GETFD);
+	nfd = epoll_create1(EPOLL_CLOEXEC);
+	if (fl < 0 || nfd < 0)
+		goto out;
+	if (fdreg_readd_all(kq, nfd) == 0 &&
+	    dup3(nfd, kq->kq_fd, (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
+		kq->kq_regseq++;
+out:
+	if (nfd >= 0)
+		close(nfd);
 }
 
 /* Enqueue the EVFILT_EMPTY knotes for their periodic re-check. */
@@ -442,6 +475,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
 		seq = kq->kq_regseq;
+		kq_bell_update(kq);	/* a stale doorbell would make us spin */
 		KQ_UNLOCK(kq);
 		r = kq_epoll_wait(kq->kq_fd, ev,
 		    nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH, tmo);
@@ -467,6 +501,8 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		}
 		if (kq->kq_nrepoll > 0)
 			kq_repoll(kq);
+		if (kq->kq_zombie)
+			kq_rebuild(kq);
 		if (n == nevents)
 			break;
 		if (r == KQ_EPBATCH)

@@ -80,6 +80,8 @@ struct filterops {
 #define KN_DROPPED	0x04	/* unlinked; freed when it leaves kq_head */
 #define KN_ACTIVE	0x08	/* userspace-tracked condition is true */
 #define KN_EMUL		0x10	/* level-triggered on an edge registration */
+#define KN_FIRED	0x20	/* EV_CLEAR EVFILT_EMPTY: reported, waiting
+				   for the buffer to fill again */
 
 /*
  * A registration.  56 bytes: with the 8-byte kq_fdtab slot a watched
@@ -130,6 +132,8 @@ struct kqueue {
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
 	int		 kq_count;	/* entries on kq_head (incl. dropped) */
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
+	int		 kq_zombie;	/* an unremovable registration exists:
+					   rebuild the epoll set (kevent.c) */
 	uint32_t	 kq_scanid;	/* bumped by every collection */
 	uint32_t	 kq_regseq;	/* bumped by every epoll_ctl: epoll
 					   events fetched across a change may
@@ -187,6 +191,7 @@ const struct filterops *filter_lookup(int filter);
 
 /* fdreg.c: the epoll registration shared by the knotes of one fd */
 void		 fdreg_forget(struct kqueue *, int fd);
+int		 fdreg_readd_all(struct kqueue *, int epfd);
 
 /* filt_fd.c */
 extern const struct filterops fd_read_filtops;
@@ -198,7 +203,7 @@ extern const struct filterops fd_empty_filtops;
 int		 kq_inotify_watch(struct kqueue *, struct knote *);
 void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
 
-/* kqsrc.c */
+/* knote.c: internal event sources */
 int		 kq_src_add(struct kqueue *, int slot, int fd,
 		    void (*ready)(struct kqueue *, struct kqsrc *, uint32_t));
 

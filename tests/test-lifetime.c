@@ -15,6 +15,8 @@
 #include <malloc.h>
 #endif
 
+#include <sys/resource.h>
+
 #include "helpers.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -336,6 +338,44 @@ close_of_dupd_descriptor_removes_knote(void **state)
 	close(sv[1]);
 }
 
+/*
+ * Regression: after the watched number is closed while a dup() keeps the
+ * file open, a blocking wait must sleep until its timeout (no event, as
+ * on FreeBSD) instead of spinning on the readiness of the surviving file.
+ */
+static void
+wait_after_close_of_dupd_descriptor_sleeps(void **state)
+{
+	int kq, sv[2], b, r;
+	struct kevent ev;
+	struct timespec ts = { 0, 300 * 1000000L };
+	struct rusage ru0, ru1;
+	long cpu_us;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)0xA);
+	assert_true((b = dup(sv[0])) >= 0);
+	assert_int_equal(close(sv[0]), 0);
+	put_bytes(sv[1], 4);	/* the surviving file stays readable */
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru0), 0);
+	r = kevent(kq, NULL, 0, &ev, 1, &ts);
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru1), 0);
+	assert_int_equal(r, 0);
+	cpu_us = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000L +
+	    (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+	    (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000L +
+	    (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+	/* A spinning wait burns ~300 ms; a sleeping one a few. */
+	assert_true(cpu_us < 150000);
+
+	close(kq);
+	close(b);
+	close(sv[1]);
+}
+
 /* The knote on the duplicate survives the close of the original. */
 static void
 close_of_original_keeps_knote_on_dup(void **state)
@@ -592,6 +632,7 @@ main(void)
 		cmocka_unit_test(close_removes_knotes_in_every_kqueue),
 		cmocka_unit_test(close_of_dupd_descriptor_removes_knote),
 		cmocka_unit_test(close_of_original_keeps_knote_on_dup),
+		cmocka_unit_test(wait_after_close_of_dupd_descriptor_sleeps),
 		cmocka_unit_test(close_of_kqueue_with_knotes_leaks_nothing),
 		cmocka_unit_test(close_of_kqueue_then_reuse_number_starts_clean),
 		cmocka_unit_test(fork_child_does_not_inherit_kqueue),
