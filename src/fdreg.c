@@ -19,7 +19,10 @@
  * Called with kq_lock held.
  */
 #include <errno.h>
+#include <unistd.h>
+#include <linux/kcmp.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 
 #include "kq_int.h"
 #include "fdreg.h"
@@ -101,13 +104,24 @@ int
 fdreg_readd_all(struct kqueue *kq, int epfd)
 {
 	struct epoll_event ev;
+	struct kcmp_epoll_slot slot;
 	struct knote *chain;
+	pid_t pid = getpid();
 	int fd, s;
 
 	for (fd = 0; fd < kq->kq_fdtabsize; fd++) {
 		chain = kq->kq_fdtab[fd];
 		if (chain == NULL || !(chain->kn_reg & R_REG))
 			continue;
+		/* Only files still registered under their number move over. */
+		slot.efd = (uint32_t)kq->kq_fd;
+		slot.tfd = (uint32_t)fd;
+		slot.toff = 0;
+		if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
+		    (unsigned long)&slot) != 0) {
+			knote_drop_fd(kq, fd);
+			continue;
+		}
 		ev.events = fdreg_events(chain->kn_reg & R_MODEMASK);
 		ev.data.u64 = (uint64_t)(unsigned)fd;
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)

@@ -307,6 +307,16 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		return 0;
 	}
 	fd = (int)e->data.u64;
+	if (knote_fdchain(kq, fd) == NULL && !stale) {
+		/*
+		 * The kernel reports a registration we hold no knote for,
+		 * and no registration changed while we waited: its number
+		 * was closed while a dup() (or a child) kept the open file,
+		 * so it cannot be removed by number.  Rebuild the set.
+		 */
+		kq->kq_zombie = 1;
+		return 0;
+	}
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = next) {
 		const struct filterops *fop;
 		uint32_t want;
@@ -336,13 +346,8 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		 */
 		r = fop->f_event(kq, kn, stale ? 0 : e->events, &out[k]);
 		if (r < 0) {
-			/*
-			 * The number is closed, yet epoll reported it: the
-			 * open file lives on through a dup() (or a child) and
-			 * its registration cannot be removed by number.
-			 */
+			/* The number was closed: its knotes go with it. */
 			knote_drop_fd(kq, fd);
-			kq->kq_zombie = 1;
 			break;
 		}
 		if (r == 0)
