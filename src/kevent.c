@@ -30,7 +30,7 @@
 #include "kq_int.h"
 #include "fdreg.h"
 
-#define KQ_EPBATCH	128	/* epoll events fetched per epoll_wait */
+#define KQ_EPBATCH	512	/* epoll events fetched per epoll_wait */
 #define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
 
 /*
