@@ -77,4 +77,31 @@ t_expect_one(int kq)
 	return ev[0];
 }
 
+/* Make fd non-blocking. */
+static inline void
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	assert_true(fl >= 0);
+	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+}
+
+/* Write all of buf, retrying short writes and EINTR. */
+static inline void
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		assert_true(n > 0);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
 #endif

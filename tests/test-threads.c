@@ -54,14 +54,6 @@ sleep_ms(int ms)
 		;
 }
 
-static void
-set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	assert_true(fl >= 0);
-	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
-}
 
 static int
 count_fds(void)

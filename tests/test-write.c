@@ -15,30 +15,7 @@
 /* Local helpers                                                      */
 /* ------------------------------------------------------------------ */
 
-static void
-set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
 
-	assert_true(fl >= 0);
-	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
-}
-
-static void
-write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		assert_true(n > 0);
-		p += n;
-		len -= (size_t)n;
-	}
-}
 
 static int
 wait_events(int kq, struct kevent *ev, int nev, int ms)
