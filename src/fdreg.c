@@ -19,10 +19,7 @@
  * Called with kq_lock held.
  */
 #include <errno.h>
-#include <unistd.h>
-#include <linux/kcmp.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 
 #include "kq_int.h"
 #include "fdreg.h"
@@ -36,10 +33,17 @@ fdreg_set(struct kqueue *kq, int fd, uint32_t reg)
 		kn->kn_reg = reg;
 }
 
+/*
+ * The kernel dropped fd's registration (closed or reused number): forget
+ * it, keeping only the descriptor kind, which detach still needs.
+ */
 void
 fdreg_forget(struct kqueue *kq, int fd)
 {
-	fdreg_set(kq, fd, 0);
+	struct knote *chain = knote_fdchain(kq, fd);
+
+	if (chain != NULL)
+		fdreg_set(kq, fd, chain->kn_reg & R_KINDMASK);
 }
 
 /* epoll_ctl on the kqueue's set; counts changes for kq_scan (kq_regseq). */
@@ -104,9 +108,7 @@ int
 fdreg_readd_all(struct kqueue *kq, int epfd)
 {
 	struct epoll_event ev;
-	struct kcmp_epoll_slot slot;
 	struct knote *chain;
-	pid_t pid = getpid();
 	int fd, s;
 
 	for (fd = 0; fd < kq->kq_fdtabsize; fd++) {
@@ -114,11 +116,7 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 		if (chain == NULL || !(chain->kn_reg & R_REG))
 			continue;
 		/* Only files still registered under their number move over. */
-		slot.efd = (uint32_t)kq->kq_fd;
-		slot.tfd = (uint32_t)fd;
-		slot.toff = 0;
-		if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
-		    (unsigned long)&slot) != 0) {
+		if (!epoll_holds(kq->kq_fd, fd)) {
 			knote_drop_fd(kq, fd);
 			continue;
 		}
@@ -128,12 +126,11 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 			knote_drop_fd(kq, fd);
 	}
 	for (s = 0; s < KQ_NSRC; s++) {
-		if (kq->kq_src[s].ks_ready == NULL)
-			continue;
-		ev.events = EPOLLIN;
-		ev.data.u64 = KQ_SRCKEY | (uint64_t)s;
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, kq->kq_src[s].ks_fd, &ev) != 0)
-			return errno;
+		int e;
+
+		if (kq->kq_src[s].ks_ready != NULL &&
+		    (e = kq_src_register(epfd, s, kq->kq_src[s].ks_fd)) != 0)
+			return e;
 	}
 	return 0;
 }

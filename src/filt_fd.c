@@ -72,21 +72,15 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 	else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
 		k = K_FILE;
 	else {
-		char path[64], link[64];
-		ssize_t n;
+		char name[32];
 
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n > 0) {
-			link[n] = 0;
-			if (strcmp(link, "anon_inode:[eventfd]") == 0)
+		k = K_OTHER;
+		if (fd_anon_name(fd, name, sizeof(name)) == 1) {
+			if (strcmp(name, "eventfd") == 0)
 				k = K_EVENTFD;
-			else if (strcmp(link, "anon_inode:[eventpoll]") == 0)
+			else if (strcmp(name, "eventpoll") == 0)
 				k = K_KQUEUE;
-			else
-				k = K_OTHER;
-		} else
-			k = K_OTHER;
+		}
 	}
 	fdreg_set(kq, fd, (kn->kn_reg & ~R_KINDMASK) |
 	    ((uint32_t)k << R_KINDSHIFT));
@@ -181,8 +175,8 @@ filt_fddetach(struct kqueue *kq, struct knote *kn)
 {
 	if (kn->kn_filter == EVFILT_EMPTY)
 		kq->kq_nrepoll--;
-	if (kq->kq_src[KQ_SRC_INOTIFY].ks_ready != NULL)
-		kq_inotify_unwatch(kq, kn);	/* kn_reg may be forgotten */
+	if (R_KIND(kn->kn_reg) == K_FILE)
+		kq_inotify_unwatch(kq, kn);
 	if (!(kn->kn_reg & (R_REG | R_NOPOLL)))
 		return 0;
 	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, 0);

@@ -40,15 +40,7 @@
 static int
 kq_alive(struct kqueue *kq)
 {
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", kq->kq_fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return errno != ENOENT && errno != EBADF;
-	link[n] = 0;
-	return strcmp(link, "anon_inode:[eventpoll]") == 0;
+	return fd_is_epoll(kq->kq_fd) == 1;
 }
 
 /* The kqueue descriptor was closed or reused: unmap the kqueue. */
@@ -154,9 +146,6 @@ again:
 			if (error == ENOENT)
 				error = EBADF;
 			if (error == ELOOP)
-				error = EINVAL;
-			if (error == EINVAL && fop->f_isfd &&
-			    kev->ident == (uintptr_t)kq->kq_fd)
 				error = EINVAL;
 			return error;
 		}
@@ -535,28 +524,18 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 static struct kqueue *
 kq_lookup_slow(int kqfd, int *error)
 {
-	char path[64], link[64];
-	struct kqueue *kq;
-	ssize_t n;
-
-	if (kqfd < 0 || fcntl(kqfd, F_GETFD) < 0) {
+	if (kqfd < 0 || !kq_fd_valid((uintptr_t)kqfd)) {
 		*error = EBADF;
 		return NULL;
 	}
 	*error = EINVAL;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", kqfd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return NULL;
-	link[n] = 0;
-	if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+	if (fd_is_epoll(kqfd) != 1)
 		return NULL;
 	if (kq_registry_orphan(kqfd)) {
 		*error = EBADF;	/* inherited across fork(): not ours */
 		return NULL;
 	}
-	kq = kq_registry_find_alias(kqfd);
-	return kq;
+	return kq_registry_find_alias(kqfd);
 }
 
 KQ_EXPORT int

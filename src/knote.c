@@ -290,17 +290,26 @@ kq_bell_update(struct kqueue *kq)
 	}
 }
 
-/* Register an internal descriptor in the kqueue's epoll set. */
+/* Add internal source slot's descriptor fd to the epoll set epfd. */
 int
-kq_src_add(struct kqueue *kq, int slot,
-    int fd, void (*ready)(struct kqueue *, struct kqsrc *, uint32_t))
+kq_src_register(int epfd, int slot, int fd)
 {
 	struct epoll_event ev;
 
 	ev.events = EPOLLIN;
 	ev.data.u64 = KQ_SRCKEY | (uint64_t)slot;
-	if (epoll_ctl(kq->kq_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
-		return errno;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ? errno : 0;
+}
+
+/* Register an internal descriptor in the kqueue's epoll set. */
+int
+kq_src_add(struct kqueue *kq, int slot,
+    int fd, void (*ready)(struct kqueue *, struct kqsrc *, uint32_t))
+{
+	int e = kq_src_register(kq->kq_fd, slot, fd);
+
+	if (e != 0)
+		return e;
 	kq->kq_src[slot].ks_fd = fd;
 	kq->kq_src[slot].ks_ready = ready;
 	return 0;

@@ -165,6 +165,12 @@ struct kqueue	*kq_registry_peek(int fd);
 struct kqueue	*kq_registry_find_alias(int fd);
 int		 kq_registry_orphan(int fd);
 
+/* fdprobe.c */
+int		 fd_anon_name(int fd, char *buf, size_t len);
+int		 fd_is_epoll(int fd);
+int		 epoll_holds(int epfd, int fd);
+int		 fd_same_file(int a, int b);
+
 /* kqueue.c */
 void		 kq_destroy(struct kqueue *kq);
 
@@ -206,5 +212,6 @@ void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
 /* knote.c: internal event sources */
 int		 kq_src_add(struct kqueue *, int slot, int fd,
 		    void (*ready)(struct kqueue *, struct kqsrc *, uint32_t));
+int		 kq_src_register(int epfd, int slot, int fd);
 
 #endif /* KQ_INT_H */

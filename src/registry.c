@@ -24,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <linux/kcmp.h>
-#include <sys/syscall.h>
 
 #include "kq_int.h"
 
@@ -187,14 +185,6 @@ kq_pool_put(struct kqueue *kq)
 }
 
 /*
- * fork(): as on FreeBSD the child does not inherit kqueues.  The child
- * handler closes the child's copies of every kqueue descriptor and of the
- * internal descriptors, so the numbers are free (EBADF on use) and the
- * parent's epoll sets are never touched by the child.  Only close(2) is
- * called: the child of a threaded parent may call only async-signal-safe
- * functions.  The kqueue objects are kept reachable on fork_orphans.
- */
-/*
  * Does kq->kq_fd still name our epoll instance?  The application may have
  * closed it and the number been reused by an unrelated file, which the
  * fork child must not close.  kcmp(KCMP_EPOLL_TFD) asks whether the file
@@ -206,18 +196,9 @@ kq_pool_put(struct kqueue *kq)
 static int
 reg_is_ours(struct kqueue *kq)
 {
-	struct kcmp_epoll_slot slot;
 	int vfd = atomic_load_explicit(&kq->kq_vfd, memory_order_relaxed);
-	pid_t pid;
 
-	if (vfd < 0)
-		return 0;
-	pid = (pid_t)syscall(SYS_getpid);
-	slot.efd = (uint32_t)kq->kq_fd;
-	slot.tfd = (uint32_t)vfd;
-	slot.toff = 0;
-	return syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, vfd,
-	    (unsigned long)&slot) == 0;
+	return vfd >= 0 && epoll_holds(kq->kq_fd, vfd);
 }
 
 /* Was fd a kqueue descriptor of the parent that this fork child kept? */
@@ -232,6 +213,15 @@ kq_registry_orphan(int fd)
 	return 0;
 }
 
+/*
+ * fork(): as on FreeBSD the child does not inherit kqueues.  The child
+ * handler closes the child's copies of every kqueue descriptor it can
+ * recognise (reg_is_ours) and of the internal descriptors, so the numbers
+ * are free (EBADF on use) and the parent's epoll sets are never touched by
+ * the child.  Only async-signal-safe calls are made: the child of a
+ * threaded parent may make no others.  The kqueue objects are kept
+ * reachable on fork_orphans.
+ */
 static void
 reg_atfork_prepare(void)
 {
@@ -260,11 +250,13 @@ reg_atfork_child(void)
 			if (kq == NULL)
 				continue;
 			atomic_store(&chunk[j], NULL);
-			if (!kq->kq_dead && reg_is_ours(kq)) {
+			/* An unrecognised number stays open (orphan). */
+			if (kq->kq_dead)
+				kq->kq_fd = -1;
+			else if (reg_is_ours(kq)) {
 				close(kq->kq_fd);
 				kq->kq_fd = -1;
-			} else if (kq->kq_dead)
-				kq->kq_fd = -1;
+			}
 			for (s = 0; s < KQ_NSRC; s++)
 				if (kq->kq_src[s].ks_ready != NULL)
 					close(kq->kq_src[s].ks_fd);
@@ -284,7 +276,6 @@ reg_atfork_child(void)
 struct kqueue *
 kq_registry_find_alias(int fd)
 {
-	pid_t pid = getpid();
 	int i, j;
 
 	for (i = 0; i < REG_TOP; i++) {
@@ -298,7 +289,7 @@ kq_registry_find_alias(int fd)
 			if (atomic_load_explicit(&chunk[j],
 			    memory_order_relaxed) == NULL)
 				continue;
-			if (syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, kfd) == 0)
+			if (fd_same_file(fd, kfd))
 				return kq_registry_acquire(kfd);
 		}
 	}

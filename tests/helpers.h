@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <unistd.h>
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -102,6 +103,35 @@ write_all(int fd, const void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+}
+
+/* Number of open descriptors, or -1 when /proc/self/fd is absent. */
+static inline int
+t_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] != '.')
+			n++;
+	}
+	closedir(d);
+	return n - 1;	/* the directory stream's own descriptor */
+}
+
+/* The pending socket error of fd (read, and so cleared, with SO_ERROR). */
+static inline int
+t_so_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	return err;
 }
 
 #endif

@@ -75,23 +75,6 @@ change_receipt(int kq, uintptr_t ident, short filter, unsigned short flags,
 	return out;
 }
 
-/* Number of open descriptors, or -1 when /proc/self/fd is absent. */
-static int
-count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] != '.')
-			n++;
-	}
-	closedir(d);
-	return n - 1;	/* the directory stream's own descriptor */
-}
 
 /* Resident set size in bytes from /proc/self/statm, or -1. */
 static long
@@ -432,7 +415,7 @@ close_of_kqueue_with_knotes_leaks_nothing(void **state)
 		int kq;
 
 		if (i == WARMUP) {
-			fds0 = count_fds();
+			fds0 = t_count_fds();
 			rss0 = rss_bytes();
 #ifdef HAVE_MALLINFO2
 			heap0 = heap_in_use();
@@ -457,7 +440,7 @@ close_of_kqueue_with_knotes_leaks_nothing(void **state)
 	}
 	assert_int_equal(bad, 0);
 
-	fds1 = count_fds();
+	fds1 = t_count_fds();
 	if (fds0 >= 0) {
 		if (fds1 != fds0)
 			fprintf(stderr, "descriptors: %d before, %d after\n",

@@ -398,13 +398,8 @@ socket_eof_after_reset_carries_so_error(void **state)
 		 * so kq reports fflags 0 and leaves the error for the
 		 * application, which FreeBSD's kqueue also leaves in place.
 		 */
-		int err = 0;
-		socklen_t len = sizeof(err);
-
 		assert_int_equal(ev.fflags, 0);
-		assert_int_equal(getsockopt(c, SOL_SOCKET, SO_ERROR, &err,
-		    &len), 0);
-		assert_int_equal(err, ECONNRESET);
+		assert_int_equal(t_so_error(c), ECONNRESET);
 	}
 #else
 	assert_int_equal(ev.fflags, ECONNRESET);

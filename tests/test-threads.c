@@ -61,18 +61,7 @@ count_fds(void)
 #ifdef T_TSAN
 	return -1;
 #else
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] != '.')
-			n++;
-	}
-	closedir(d);
-	return n - 1;
+	return t_count_fds();
 #endif
 }
 
