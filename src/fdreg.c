@@ -54,6 +54,14 @@ fdreg_ctl(struct kqueue *kq, int op, int fd, struct epoll_event *ev)
 	return epoll_ctl(kq->kq_fd, op, fd, ev);
 }
 
+/* Does kn take part in its descriptor's epoll registration? */
+static int
+fdreg_uses(const struct knote *kn)
+{
+	return kn->kn_filter == EVFILT_READ || kn->kn_filter == EVFILT_WRITE ||
+	    kn->kn_filter == EVFILT_EMPTY || kn->kn_filter == EVFILT_PROCDESC;
+}
+
 static uint32_t
 fdreg_want(struct kqueue *kq, int fd)
 {
@@ -62,9 +70,10 @@ fdreg_want(struct kqueue *kq, int fd)
 	int edge = 0;
 
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
-		if (kn->kn_status & KN_DISABLED)
+		if ((kn->kn_status & KN_DISABLED) || !fdreg_uses(kn))
 			continue;
-		want |= kn->kn_filter == EVFILT_READ ? R_IN : R_OUT;
+		want |= (kn->kn_filter == EVFILT_READ ||
+		    kn->kn_filter == EVFILT_PROCDESC) ? R_IN : R_OUT;
 		if ((kn->kn_flags & EV_CLEAR) || kn->kn_filter == EVFILT_EMPTY ||
 		    (kn->kn_sfflags & NOTE_LOWAT))
 			edge = 1;
@@ -75,7 +84,7 @@ fdreg_want(struct kqueue *kq, int fd)
 		want |= R_ET;
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
 		if ((want & R_ET) && !(kn->kn_flags & EV_CLEAR) &&
-		    kn->kn_filter != EVFILT_EMPTY)
+		    kn->kn_filter != EVFILT_EMPTY && fdreg_uses(kn))
 			kn->kn_status |= KN_EMUL;
 		else
 			kn->kn_status &= ~KN_EMUL;
@@ -125,6 +134,18 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
 			knote_drop_fd(kq, fd);
 	}
+	for (s = 0; kq->kq_hashmask != 0 && (size_t)s <= kq->kq_hashmask;
+	    s++) {
+		struct knote *kn;
+
+		for (kn = kq->kq_hash[s]; kn != NULL; kn = kn->kn_link) {
+			const struct filterops *fop =
+			    filter_lookup(kn->kn_filter);
+
+			if (fop->f_readd != NULL)
+				(void)fop->f_readd(kq, kn, epfd);
+		}
+	}
 	for (s = 0; s < KQ_NSRC; s++) {
 		int e;
 
@@ -163,7 +184,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 	if (cur & R_NOPOLL) {
 		fdreg_set(kq, fd, cur);
 		for (kn = chain; kn != NULL; kn = kn->kn_link)
-			if (!(kn->kn_status & KN_DISABLED))
+			if (!(kn->kn_status & KN_DISABLED) && fdreg_uses(kn))
 				knote_enqueue(kq, kn);
 		return 0;
 	}
@@ -199,7 +220,8 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 			fdreg_set(kq, fd, R_NOPOLL | (K_FILE << R_KINDSHIFT));
 			for (kn = chain; kn != NULL; kn = kn->kn_link) {
 				kn->kn_status &= ~KN_EMUL;
-				if (!(kn->kn_status & KN_DISABLED))
+				if (!(kn->kn_status & KN_DISABLED) &&
+				    fdreg_uses(kn))
 					knote_enqueue(kq, kn);
 			}
 			return 0;

@@ -201,7 +201,30 @@ again:
 	return error;
 }
 
-/* After a knote was copied out: apply EV_ONESHOT/EV_DISPATCH/EV_CLEAR. */
+/*
+ * The epoll events that concern a knote of filter on a descriptor's shared
+ * registration (0: the filter does not use the registration).
+ */
+static uint32_t
+kq_epoll_want(int filter)
+{
+	switch (filter) {
+	case EVFILT_READ:
+		return EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+	case EVFILT_WRITE:
+	case EVFILT_EMPTY:
+		return EPOLLOUT | EPOLLHUP | EPOLLERR;
+	case EVFILT_PROCDESC:
+		return EPOLLIN | EPOLLHUP | EPOLLERR;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * After a knote was copied out: apply EV_ONESHOT, EV_CLEAR and EV_DISPATCH
+ * (both of the last two may apply, as in FreeBSD's kqueue_scan).
+ */
 static void
 kq_delivered(struct kqueue *kq, struct knote *kn,
     const struct filterops *fop)
@@ -210,15 +233,18 @@ kq_delivered(struct kqueue *kq, struct knote *kn,
 	kn->kn_status &= ~KN_ACTIVE;
 	if (kn->kn_flags & EV_ONESHOT) {
 		knote_drop(kq, kn);
-	} else if (kn->kn_flags & EV_DISPATCH) {
+		return;
+	}
+	if ((kn->kn_flags & EV_CLEAR) && fop->f_clear != NULL)
+		fop->f_clear(kq, kn);
+	if (kn->kn_flags & EV_DISPATCH) {
 		kn->kn_status |= KN_DISABLED;
 		if (fop->f_update != NULL)
 			(void)fop->f_update(kq, kn, 0);
 	} else if (kn->kn_flags & EV_CLEAR) {
-		if (fop->f_clear != NULL)
-			fop->f_clear(kq, kn);
-	} else if (!fop->f_isfd || (kn->kn_status & KN_EMUL) ||
-	    (kn->kn_reg & R_NOPOLL)) {
+		/* edge-triggered: nothing until new activity */
+	} else if (!fop->f_isfd || kq_epoll_want(kn->kn_filter) == 0 ||
+	    (kn->kn_status & KN_EMUL) || (kn->kn_reg & R_NOPOLL)) {
 		/* Level-triggered and tracked here: look again next scan. */
 		knote_enqueue(kq, kn);
 	}
@@ -289,10 +315,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 	int fd, k = 0;
 
 	if (e->data.u64 & KQ_SRCKEY) {
-		struct kqsrc *src = &kq->kq_src[e->data.u64 & (KQ_NSRC - 1)];
-
-		if (src->ks_ready != NULL)
-			src->ks_ready(kq, src, e->events);
+		kq_src_dispatch(kq, e->data.u64, e->events);
 		return 0;
 	}
 	fd = (int)e->data.u64;
@@ -316,9 +339,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 			continue;
 		if (kn->kn_scan == kq->kq_scanid)
 			continue;
-		want = kn->kn_filter == EVFILT_READ ?
-		    (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) :
-		    (EPOLLOUT | EPOLLHUP | EPOLLERR);
+		want = kq_epoll_want(kn->kn_filter);
 		if (!(e->events & want))
 			continue;
 		if (k == room) {
@@ -643,18 +664,13 @@ kq_pending(int fd)
 		r = epoll_wait(kq->kq_fd, ev, KQ_EPBATCH, 0);
 		for (i = 0; i < r; i++) {
 			if (ev[i].data.u64 & KQ_SRCKEY) {
-				struct kqsrc *src =
-				    &kq->kq_src[ev[i].data.u64 & (KQ_NSRC - 1)];
-
-				if (src->ks_ready != NULL && src != &kq->kq_src[KQ_SRC_BELL])
-					src->ks_ready(kq, src, ev[i].events);
+				kq_src_dispatch(kq, ev[i].data.u64,
+				    ev[i].events);
 				continue;
 			}
 			for (kn = knote_fdchain(kq, (int)ev[i].data.u64);
 			    kn != NULL; kn = kn->kn_link) {
-				uint32_t want = kn->kn_filter == EVFILT_READ ?
-				    (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR) :
-				    (EPOLLOUT | EPOLLHUP | EPOLLERR);
+				uint32_t want = kq_epoll_want(kn->kn_filter);
 
 				if (kn->kn_status & (KN_DISABLED | KN_QUEUED) ||
 				    !(ev[i].events & want))

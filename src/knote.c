@@ -315,6 +315,65 @@ kq_src_add(struct kqueue *kq, int slot,
 	return 0;
 }
 
+/*
+ * Register fd, owned by the non-descriptor knote kn, in the kqueue's epoll
+ * set (edge-triggered on events).  When it fires, kq_src_dispatch() puts kn
+ * on the active list.  The caller closes fd when the knote goes, which
+ * removes the registration (kq_knsrc_del first, for a dup'd fd).
+ */
+int
+kq_knsrc_register(int epfd, const struct knote *kn, int fd, uint32_t events)
+{
+	struct epoll_event ev;
+
+	ev.events = events | EPOLLET;
+	ev.data.u64 = KQ_SRCKEY | KQ_KNKEY |
+	    ((uint64_t)(uint8_t)kn->kn_filter << 32) | (uint32_t)kn->kn_ident;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ? errno : 0;
+}
+
+int
+kq_knsrc_add(struct kqueue *kq, struct knote *kn, int fd, uint32_t events)
+{
+	if (kq->kq_dead)
+		return EBADF;
+	kq->kq_regseq++;
+	return kq_knsrc_register(kq->kq_fd, kn, fd, events);
+}
+
+void
+kq_knsrc_del(struct kqueue *kq, int fd)
+{
+	struct epoll_event ev;
+
+	if (kq->kq_dead)
+		return;
+	kq->kq_regseq++;
+	(void)epoll_ctl(kq->kq_fd, EPOLL_CTL_DEL, fd, &ev);
+}
+
+/*
+ * An epoll event with KQ_SRCKEY set: an internal source, or a knote's own
+ * kernel descriptor.
+ */
+void
+kq_src_dispatch(struct kqueue *kq, uint64_t key, uint32_t events)
+{
+	if (key & KQ_KNKEY) {
+		int8_t filter = (int8_t)(uint8_t)(key >> 32);
+		struct knote *kn = knote_lookup(kq, (uintptr_t)(uint32_t)key,
+		    filter, 0);
+
+		if (kn != NULL && !(kn->kn_status & KN_DISABLED))
+			knote_enqueue(kq, kn);
+		return;
+	}
+	struct kqsrc *src = &kq->kq_src[key & (KQ_NSRC - 1)];
+
+	if (src->ks_ready != NULL)
+		src->ks_ready(kq, src, events);
+}
+
 /* Free every knote and table (kqueue destruction). */
 void
 kq_free_all(struct kqueue *kq)

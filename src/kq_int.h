@@ -61,6 +61,9 @@ struct knote;
  *		true, fill out->data, out->fflags and OR extra flags (EV_EOF)
  *		into out->flags and return 1; otherwise return 0.
  * f_clear	after an EV_CLEAR knote was delivered: reset its state.
+ * f_readd	the epoll set is being rebuilt (kevent.c kq_rebuild): register
+ *		the knote's own kernel descriptor (kq_knsrc_add) in epfd.
+ *		NULL for knotes without one.
  */
 struct filterops {
 	int	f_isfd;		/* ident is a descriptor */
@@ -72,6 +75,7 @@ struct filterops {
 	int	(*f_event)(struct kqueue *, struct knote *, uint32_t hint,
 		    struct kevent *out);
 	void	(*f_clear)(struct kqueue *, struct knote *);
+	int	(*f_readd)(struct kqueue *, struct knote *, int epfd);
 };
 
 /* knote status bits (kn_status) */
@@ -82,6 +86,7 @@ struct filterops {
 #define KN_EMUL		0x10	/* level-triggered on an edge registration */
 #define KN_FIRED	0x20	/* EV_CLEAR EVFILT_EMPTY: reported, waiting
 				   for the buffer to fill again */
+#define KN_TRIGGERED	0x40	/* EVFILT_USER: NOTE_TRIGGER seen */
 
 /*
  * A registration.  56 bytes: with the 8-byte kq_fdtab slot a watched
@@ -108,12 +113,15 @@ STAILQ_HEAD(knlist, knote);
 
 /*
  * An internal event source registered in the kqueue's epoll set (the
- * doorbell, inotify, later timerfd/signalfd/pidfds).  The epoll key is
- * KQ_SRCKEY | index.  Owned by the kqueue; freed only at destruction.
+ * doorbell, inotify, the timer heap's timerfd, the signal eventfd, the
+ * process-event socket).  The epoll key is KQ_SRCKEY | index.  Owned by
+ * the kqueue; ks_fini (if set) frees ks_arg and the descriptor is closed
+ * at destruction, after every knote was dropped.
  */
 struct kqsrc {
 	int	 ks_fd;
 	void	(*ks_ready)(struct kqueue *, struct kqsrc *, uint32_t events);
+	void	(*ks_fini)(struct kqueue *, struct kqsrc *);
 	void	*ks_arg;
 };
 
@@ -121,6 +129,18 @@ struct kqsrc {
 #define KQ_NSRC		8
 #define KQ_SRC_BELL	0
 #define KQ_SRC_INOTIFY	1
+#define KQ_SRC_TIMER	2
+#define KQ_SRC_SIGNAL	3
+#define KQ_SRC_PROC	4
+
+/*
+ * A kernel descriptor that belongs to one non-descriptor knote (the pidfd
+ * of an EVFILT_PROC knote) is registered with the key
+ * KQ_SRCKEY | KQ_KNKEY | (uint8_t)filter << 32 | (uint32_t)ident; when it
+ * fires, the knote found under (ident, filter) is put on the active list
+ * and f_event decides.  See kq_knsrc_add().
+ */
+#define KQ_KNKEY	(UINT64_C(1) << 62)
 
 struct kqueue {
 	pthread_mutex_t	 kq_lock;
@@ -213,5 +233,22 @@ void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
 int		 kq_src_add(struct kqueue *, int slot, int fd,
 		    void (*ready)(struct kqueue *, struct kqsrc *, uint32_t));
 int		 kq_src_register(int epfd, int slot, int fd);
+int		 kq_knsrc_add(struct kqueue *, struct knote *, int fd,
+		    uint32_t events);
+int		 kq_knsrc_register(int epfd, const struct knote *, int fd,
+		    uint32_t events);
+void		 kq_knsrc_del(struct kqueue *, int fd);
+void		 kq_src_dispatch(struct kqueue *, uint64_t key, uint32_t events);
+
+/* the other filters, one file each */
+extern const struct filterops timer_filtops;	/* filt_timer.c */
+extern const struct filterops user_filtops;	/* filt_user.c */
+extern const struct filterops sig_filtops;	/* filt_signal.c */
+extern const struct filterops proc_filtops;	/* filt_proc.c */
+extern const struct filterops procdesc_filtops;	/* filt_procdesc.c */
+extern const struct filterops vnode_filtops;	/* filt_vnode.c */
+
+/* filt_timer.c: monotonic clock, nanoseconds */
+int64_t		 kq_now_ns(void);
 
 #endif /* KQ_INT_H */

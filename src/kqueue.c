@@ -90,6 +90,10 @@ kq_destroy(struct kqueue *kq)
 	kq->kq_dead = 1;
 	kq_free_all(kq);
 	for (s = 0; s < KQ_NSRC; s++) {
+		if (kq->kq_src[s].ks_fini != NULL)
+			kq->kq_src[s].ks_fini(kq, &kq->kq_src[s]);
+		kq->kq_src[s].ks_fini = NULL;
+		kq->kq_src[s].ks_arg = NULL;
 		if (kq->kq_src[s].ks_ready != NULL)
 			close(kq->kq_src[s].ks_fd);
 		kq->kq_src[s].ks_ready = NULL;
