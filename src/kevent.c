@@ -149,6 +149,7 @@ again:
 				error = EINVAL;
 			return error;
 		}
+		kn->kn_status |= KN_ATTACHED;
 		return 0;
 	}
 

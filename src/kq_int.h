@@ -87,6 +87,7 @@ struct filterops {
 #define KN_FIRED	0x20	/* EV_CLEAR EVFILT_EMPTY: reported, waiting
 				   for the buffer to fill again */
 #define KN_TRIGGERED	0x40	/* EVFILT_USER: NOTE_TRIGGER seen */
+#define KN_ATTACHED	0x80	/* f_attach succeeded: f_modify is a modify */
 
 /*
  * A registration.  56 bytes: with the 8-byte kq_fdtab slot a watched
