@@ -41,6 +41,8 @@ LIBCFLAGS  := $(BASECFLAGS) -fPIC -fvisibility=hidden -Isrc
 LDLIBS_T   := -lpthread
 
 LIB_SRCS := $(wildcard src/*.c)
+LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
+	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
 LIB_HDRS := $(wildcard src/*.h) include/sys/event.h
 
@@ -70,7 +72,7 @@ $(B)/libkq.so: $(LIB_OBJS) src/libkq.map
 $(B)/libkq.a: $(LIB_OBJS)
 	rm -f $@
 	ld -r -o $(B)/libkq-all.o $(LIB_OBJS)
-	objcopy $(addprefix --keep-global-symbol=,kqueue kqueuex kqueue1 kevent) \
+	objcopy $(addprefix --keep-global-symbol=,$(LIB_EXPORTS)) \
 	    $(B)/libkq-all.o
 	ar rcs $@ $(B)/libkq-all.o
 

@@ -150,7 +150,8 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 		int e;
 
 		if (kq->kq_src[s].ks_ready != NULL &&
-		    (e = kq_src_register(epfd, s, kq->kq_src[s].ks_fd)) != 0)
+		    (e = kq_src_register(epfd, s, kq->kq_src[s].ks_fd,
+		    kq->kq_src[s].ks_events)) != 0)
 			return e;
 	}
 	return 0;

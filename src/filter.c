@@ -12,6 +12,7 @@ static const struct filterops *const sysfilt_ops[EVFILT_SYSCOUNT] = {
 	[~EVFILT_EMPTY] = &fd_empty_filtops,
 	[~EVFILT_TIMER] = &timer_filtops,
 	[~EVFILT_USER] = &user_filtops,
+	[~EVFILT_SIGNAL] = &sig_filtops,
 };
 
 _Static_assert(sizeof(sysfilt_ops) / sizeof(sysfilt_ops[0]) ==

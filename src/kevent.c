@@ -29,6 +29,7 @@
 
 #include "kq_int.h"
 #include "fdreg.h"
+#include "sigshim.h"
 
 #define KQ_EPBATCH	512	/* epoll events fetched per epoll_wait */
 #define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
@@ -463,6 +464,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	int64_t deadline = -1, tmo;
 	int n = 0, r, i, infinite = 0, zero = 0, stale;
 	uint32_t seq;
+	uint64_t runs;
 
 	if (tsp == NULL)
 		infinite = 1;
@@ -492,11 +494,14 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			tmo = KQ_REPOLL_MS * 1000000;
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */
+		runs = kq_sig_app_runs();
 		KQ_UNLOCK(kq);
 		r = kq_epoll_wait(kq->kq_fd, ev,
 		    nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH, tmo);
 		KQ_LOCK(kq);
 		stale = seq != kq->kq_regseq;
+		if (r < 0 && errno == EINTR && kq_sig_eintr_absorbed(runs))
+			r = 0;	/* only counted for EVFILT_SIGNAL: not EINTR */
 		if (r < 0) {
 			int e = errno;
 

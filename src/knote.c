@@ -292,27 +292,35 @@ kq_bell_update(struct kqueue *kq)
 
 /* Add internal source slot's descriptor fd to the epoll set epfd. */
 int
-kq_src_register(int epfd, int slot, int fd)
+kq_src_register(int epfd, int slot, int fd, uint32_t events)
 {
 	struct epoll_event ev;
 
-	ev.events = EPOLLIN;
+	ev.events = events ? events : EPOLLIN;
 	ev.data.u64 = KQ_SRCKEY | (uint64_t)slot;
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ? errno : 0;
 }
 
 /* Register an internal descriptor in the kqueue's epoll set. */
 int
-kq_src_add(struct kqueue *kq, int slot,
-    int fd, void (*ready)(struct kqueue *, struct kqsrc *, uint32_t))
+kq_src_add_ev(struct kqueue *kq, int slot, int fd, uint32_t events,
+    void (*ready)(struct kqueue *, struct kqsrc *, uint32_t))
 {
-	int e = kq_src_register(kq->kq_fd, slot, fd);
+	int e = kq_src_register(kq->kq_fd, slot, fd, events);
 
 	if (e != 0)
 		return e;
 	kq->kq_src[slot].ks_fd = fd;
+	kq->kq_src[slot].ks_events = events;
 	kq->kq_src[slot].ks_ready = ready;
 	return 0;
+}
+
+int
+kq_src_add(struct kqueue *kq, int slot,
+    int fd, void (*ready)(struct kqueue *, struct kqsrc *, uint32_t))
+{
+	return kq_src_add_ev(kq, slot, fd, 0, ready);
 }
 
 /*

@@ -124,6 +124,7 @@ struct kqsrc {
 	void	(*ks_ready)(struct kqueue *, struct kqsrc *, uint32_t events);
 	void	(*ks_fini)(struct kqueue *, struct kqsrc *);
 	void	*ks_arg;
+	uint32_t ks_events;	/* epoll events (0: EPOLLIN) */
 };
 
 #define KQ_SRCKEY	(UINT64_C(1) << 63)
@@ -233,7 +234,9 @@ void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
 /* knote.c: internal event sources */
 int		 kq_src_add(struct kqueue *, int slot, int fd,
 		    void (*ready)(struct kqueue *, struct kqsrc *, uint32_t));
-int		 kq_src_register(int epfd, int slot, int fd);
+int		 kq_src_add_ev(struct kqueue *, int slot, int fd, uint32_t events,
+		    void (*ready)(struct kqueue *, struct kqsrc *, uint32_t));
+int		 kq_src_register(int epfd, int slot, int fd, uint32_t events);
 int		 kq_knsrc_add(struct kqueue *, struct knote *, int fd,
 		    uint32_t events);
 int		 kq_knsrc_register(int epfd, const struct knote *, int fd,

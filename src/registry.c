@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "kq_int.h"
+#include "sigshim.h"
 
 #define REG_CHUNK_SHIFT	12
 #define REG_CHUNK	(1 << REG_CHUNK_SHIFT)
@@ -266,6 +267,7 @@ reg_atfork_child(void)
 		}
 	}
 	pthread_mutex_init(&reg_lock, NULL);
+	kq_sig_atfork_child();
 }
 
 /*
