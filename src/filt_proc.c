@@ -278,23 +278,30 @@ proc_cn_recv(int fd, void *buf, size_t len)
 
 /* Iterate over the proc_events of one datagram. */
 #define CN_FOREACH(nh, buf, n)						\
-	for (nh = (struct nlmsghdr *)(void *)(buf); NLMSG_OK(nh, (size_t)(n)); \
+	for (nh = (struct nlmsghdr *)(void *)(buf); NLMSG_OK(nh, n);	\
 	    nh = NLMSG_NEXT(nh, n))
 
-static const struct proc_event *
-proc_cn_event(const struct nlmsghdr *nh)
+/*
+ * The proc_event of one message, copied out: it follows the 20-byte
+ * cn_msg header, so it is not 8-byte aligned in the datagram.
+ */
+static int
+proc_cn_event(const struct nlmsghdr *nh, struct proc_event *ev,
+    uint32_t *ack)
 {
 	const struct cn_msg *cn;
 
 	if (nh->nlmsg_type == NLMSG_ERROR || nh->nlmsg_type == NLMSG_NOOP ||
 	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*cn) +
 	    sizeof(struct proc_event)))
-		return NULL;
+		return 0;
 	cn = NLMSG_DATA(nh);
 	if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC ||
 	    cn->len < sizeof(struct proc_event))
-		return NULL;
-	return (const struct proc_event *)(const void *)cn->data;
+		return 0;
+	memcpy(ev, cn->data, sizeof(*ev));
+	*ack = cn->ack;
+	return 1;
 }
 
 static struct procnote *
@@ -417,7 +424,8 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 		struct nlmsghdr	nh;
 	} u;
 	struct nlmsghdr *nh;
-	const struct proc_event *ev;
+	struct proc_event ev;
+	uint32_t ack;
 	ssize_t n;
 	int i;
 
@@ -433,8 +441,8 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 			return;		/* EAGAIN: drained */
 		}
 		CN_FOREACH(nh, u.buf, n)
-			if ((ev = proc_cn_event(nh)) != NULL)
-				proc_cn_handle(kq, ev);
+			if (proc_cn_event(nh, &ev, &ack))
+				proc_cn_handle(kq, &ev);
 	}
 	/* More left: the level-triggered registration brings us back. */
 }
@@ -460,7 +468,8 @@ proc_cn_ack(int fd, uint32_t seq)
 		struct nlmsghdr	nh;
 	} u;
 	struct nlmsghdr *nh;
-	const struct proc_event *ev;
+	struct proc_event ev;
+	uint32_t ack;
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	ssize_t n;
 	int tries;
@@ -477,13 +486,10 @@ proc_cn_ack(int fd, uint32_t seq)
 			continue;
 		}
 		CN_FOREACH(nh, u.buf, n) {
-			const struct cn_msg *cn = NLMSG_DATA(nh);
-
-			if ((ev = proc_cn_event(nh)) == NULL ||
-			    ev->what != PROC_EVENT_NONE || cn->ack != seq + 1)
+			if (!proc_cn_event(nh, &ev, &ack) ||
+			    ev.what != PROC_EVENT_NONE || ack != seq + 1)
 				continue;	/* older events: not ours */
-			return ev->event_data.ack.err == 0 ? 0 :
-			    (int)ev->event_data.ack.err;
+			return (int)ev.event_data.ack.err;
 		}
 	}
 	return EPERM;
