@@ -29,7 +29,10 @@
  *
  * The connector reports events asynchronously; ordering on the socket is
  * the kernel's, and a child's fork event always precedes the child's own
- * events, so a tracked child's exec or fork is not missed.  Messages lost
+ * events, so a tracked child's exec or fork is not missed.  A tracked
+ * child that was already reaped when its fork event is read has no pidfd
+ * any more: its knote is then driven by the connector alone (its exit
+ * event carries the status).  Messages lost
  * to a full socket buffer (ENOBUFS) set NOTE_TRACKERR on every tracking
  * knote.  Events older than a knote (timestamp before its registration)
  * are not reported on it.
@@ -181,17 +184,17 @@ kq_proc_status(int pidfd, pid_t pid, int cnstatus)
 	int64_t st;
 
 	memset(&si, 0, sizeof(si));
-	if (waitid((idtype_t)KQ_P_PIDFD, (id_t)pidfd, &si,
+	if (pidfd >= 0 && waitid((idtype_t)KQ_P_PIDFD, (id_t)pidfd, &si,
 	    WEXITED | WNOWAIT | WNOHANG) == 0 && si.si_pid != 0)
 		return si_to_status(&si);
 	memset(&info, 0, sizeof(info));
 	info.mask = KQ_PIDFD_INFO_EXIT;
-	if (ioctl(pidfd, KQ_PIDFD_GET_INFO, &info) == 0 &&
+	if (pidfd >= 0 && ioctl(pidfd, KQ_PIDFD_GET_INFO, &info) == 0 &&
 	    (info.mask & KQ_PIDFD_INFO_EXIT))
 		return info.exit_code;
 	if (cnstatus >= 0)
 		return cnstatus;
-	if (pid > 0 && proc_stat_status(pid, &st))
+	if (pidfd >= 0 && pid > 0 && proc_stat_status(pid, &st))
 		return st;
 	return 0;
 }
@@ -326,9 +329,9 @@ proc_track(struct kqueue *kq, struct procnote *pn, uint32_t child,
 	int e;
 
 	if (cpn == NULL) {
-		EV_SET(&kev, child, EVFILT_PROC, EV_ADD | (kn->kn_flags &
-		    (EV_ONESHOT | EV_DISPATCH | EV_CLEAR)), kn->kn_sfflags, 0,
-		    kn->kn_udata);
+		EV_SET(&kev, child, EVFILT_PROC, EV_ADD | EV_FLAG1 |
+		    (kn->kn_flags & (EV_ONESHOT | EV_DISPATCH | EV_CLEAR)),
+		    kn->kn_sfflags, 0, kn->kn_udata);
 		e = kq_register(kq, &kev);
 		if (e != 0)
 			return e;
@@ -389,7 +392,10 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 			return;
 		pn->pn_state |= PN_CNEXIT;
 		pn->pn_cnstatus = (int)ev->event_data.exit.exit_code;
-		return;
+		if (pn->pn_pidfd >= 0)
+			return;
+		proc_mark_exit(pn);	/* followed by the connector alone */
+		break;
 	default:
 		return;
 	}
@@ -564,6 +570,17 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 	if (kn->kn_ident == 0 || kn->kn_ident > INT_MAX)
 		return ESRCH;
 	fd = kq_pidfd_open((pid_t)kn->kn_ident);
+	if (fd < 0 && (kn->kn_flags & EV_FLAG1) && errno == ESRCH) {
+		/*
+		 * NOTE_TRACK found a child that was already reaped: its
+		 * events, exit included, are still queued on the connector
+		 * after its fork, so follow it through them alone.
+		 */
+		kn->kn_flags = (kn->kn_flags & ~EV_FLAG1) | EV_CLEAR;
+		pn->pn_since = mono_ns();
+		return 0;
+	}
+	kn->kn_flags &= ~EV_FLAG1;
 	if (fd < 0)
 		return errno == EINVAL ? ESRCH : errno;	/* a thread id */
 	if (!(kn->kn_sfflags & NOTE_EXIT) && kq_pidfd_exited(fd)) {
