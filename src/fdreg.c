@@ -234,3 +234,56 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 		atomic_store(&kq->kq_vfd, fd);
 	return 0;
 }
+
+/*
+ * Helpers for the filters whose knotes share the descriptor's registration
+ * (filt_fd.c, filt_procdesc.c).
+ */
+
+/* A new knote was linked on its descriptor's chain: take part in the
+   registration. */
+int
+fdreg_attach(struct kqueue *kq, struct knote *kn)
+{
+	struct knote *other = knote_fdchain(kq, (int)kn->kn_ident);
+	uint32_t cur = 0;
+
+	/* kn is already linked; any other knote carries the state. */
+	for (; other != NULL; other = other->kn_link)
+		if (other != kn) {
+			cur = other->kn_reg;
+			break;
+		}
+	return fdreg_apply(kq, (int)kn->kn_ident, cur, 0);
+}
+
+/* kn was unlinked: shrink (or remove) the registration without it. */
+int
+fdreg_detach(struct kqueue *kq, struct knote *kn)
+{
+	if (!(kn->kn_reg & (R_REG | R_NOPOLL)))
+		return 0;
+	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, 0);
+}
+
+/*
+ * The knote's state changed: re-derive the registration.  force makes the
+ * kernel re-evaluate readiness (MOD), which is how an enabled knote whose
+ * condition already holds fires at once.
+ */
+int
+fdreg_update(struct kqueue *kq, struct knote *kn, int readd)
+{
+	int force = readd || !(kn->kn_status & KN_DISABLED);
+
+	if (kn->kn_reg & R_NOPOLL) {
+		if (!(kn->kn_status & KN_DISABLED))
+			knote_enqueue(kq, kn);
+		return 0;
+	}
+	/* A level registration re-evaluates by itself on MOD when needed. */
+	if (!readd && (kn->kn_reg & R_REG) && !(kn->kn_reg & R_ET) &&
+	    !(kn->kn_flags & EV_CLEAR))
+		force = 0;
+	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, force);
+}

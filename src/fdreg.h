@@ -29,5 +29,8 @@
 
 int	fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force);
 void	fdreg_set(struct kqueue *kq, int fd, uint32_t reg);
+int	fdreg_attach(struct kqueue *kq, struct knote *kn);
+int	fdreg_detach(struct kqueue *kq, struct knote *kn);
+int	fdreg_update(struct kqueue *kq, struct knote *kn, int readd);
 
 #endif

@@ -154,17 +154,8 @@ fd_poll(int fd, short events)
 static int
 filt_fdattach(struct kqueue *kq, struct knote *kn)
 {
-	struct knote *other = knote_fdchain(kq, (int)kn->kn_ident);
-	uint32_t cur = 0;
-	int e;
+	int e = fdreg_attach(kq, kn);
 
-	/* kn is already linked; any other knote carries the state. */
-	for (; other != NULL; other = other->kn_link)
-		if (other != kn) {
-			cur = other->kn_reg;
-			break;
-		}
-	e = fdreg_apply(kq, (int)kn->kn_ident, cur, 0);
 	if (e == EINVAL && (kn->kn_flags & EV_WAKEONE))
 		return EINVAL;
 	return e;
@@ -177,9 +168,7 @@ filt_fddetach(struct kqueue *kq, struct knote *kn)
 		kq->kq_nrepoll--;
 	if (R_KIND(kn->kn_reg) == K_FILE)
 		kq_inotify_unwatch(kq, kn);
-	if (!(kn->kn_reg & (R_REG | R_NOPOLL)))
-		return 0;
-	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, 0);
+	return fdreg_detach(kq, kn);
 }
 
 static int
@@ -199,28 +188,6 @@ filt_fdmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 	} else
 		kn->kn_sdata = kev->data;
 	return 0;
-}
-
-/*
- * The knote's state changed: re-derive the registration.  force makes the
- * kernel re-evaluate readiness (MOD), which is how an enabled knote whose
- * condition already holds fires at once.
- */
-static int
-filt_fdupdate(struct kqueue *kq, struct knote *kn, int readd)
-{
-	int force = readd || !(kn->kn_status & KN_DISABLED);
-
-	if (kn->kn_reg & R_NOPOLL) {
-		if (!(kn->kn_status & KN_DISABLED))
-			knote_enqueue(kq, kn);
-		return 0;
-	}
-	/* A level registration re-evaluates by itself on MOD when needed. */
-	if (!readd && (kn->kn_reg & R_REG) && !(kn->kn_reg & R_ET) &&
-	    !(kn->kn_flags & EV_CLEAR))
-		force = 0;
-	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, force);
 }
 
 /* Regular files and directories: size - offset, as FreeBSD's vnodes. */
@@ -429,7 +396,7 @@ const struct filterops fd_read_filtops = {
 	.f_attach = filt_fdattach,
 	.f_detach = filt_fddetach,
 	.f_modify = filt_fdmodify,
-	.f_update = filt_fdupdate,
+	.f_update = fdreg_update,
 	.f_event = filt_read,
 };
 
@@ -439,7 +406,7 @@ const struct filterops fd_write_filtops = {
 	.f_attach = filt_fdattach,
 	.f_detach = filt_fddetach,
 	.f_modify = filt_fdmodify,
-	.f_update = filt_fdupdate,
+	.f_update = fdreg_update,
 	.f_event = filt_write,
 };
 
@@ -455,7 +422,7 @@ const struct filterops fd_empty_filtops = {
 	.f_attach = filt_emptyattach,
 	.f_detach = filt_fddetach,
 	.f_modify = filt_fdmodify,
-	.f_update = filt_fdupdate,
+	.f_update = fdreg_update,
 	.f_event = filt_empty,
 	.f_clear = filt_emptyclear,
 };

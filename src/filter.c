@@ -13,6 +13,8 @@ static const struct filterops *const sysfilt_ops[EVFILT_SYSCOUNT] = {
 	[~EVFILT_TIMER] = &timer_filtops,
 	[~EVFILT_USER] = &user_filtops,
 	[~EVFILT_SIGNAL] = &sig_filtops,
+	[~EVFILT_PROC] = &proc_filtops,
+	[~EVFILT_PROCDESC] = &procdesc_filtops,
 };
 
 _Static_assert(sizeof(sysfilt_ops) / sizeof(sysfilt_ops[0]) ==

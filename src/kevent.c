@@ -292,6 +292,10 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 		fop = filter_lookup(kn->kn_filter);
 		kq_prefill(&out[k], kn);
 		r = fop->f_event(kq, kn, 0, &out[k]);
+		if (r == KN_EVDROP) {
+			knote_drop(kq, kn);
+			continue;
+		}
 		if (r < 0) {
 			knote_drop_fd(kq, (int)kn->kn_ident);
 			continue;
@@ -357,6 +361,10 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		 * after its data was consumed): re-check instead.
 		 */
 		r = fop->f_event(kq, kn, stale ? 0 : e->events, &out[k]);
+		if (r == KN_EVDROP) {
+			knote_drop(kq, kn);
+			continue;
+		}
 		if (r < 0) {
 			/* The number was closed: its knotes go with it. */
 			knote_drop_fd(kq, fd);

@@ -60,11 +60,16 @@ struct knote;
  *		that woke it, or 0 for a re-check from the active list.  When
  *		true, fill out->data, out->fflags and OR extra flags (EV_EOF)
  *		into out->flags and return 1; otherwise return 0.
+ *		KN_EVDROP: the knote's object is gone and nothing is to be
+ *		reported (FreeBSD's EV_DROP): the engine drops the knote.
+ *		-1 (descriptor filters): the descriptor was closed.
  * f_clear	after an EV_CLEAR knote was delivered: reset its state.
  * f_readd	the epoll set is being rebuilt (kevent.c kq_rebuild): register
  *		the knote's own kernel descriptor (kq_knsrc_add) in epfd.
  *		NULL for knotes without one.
  */
+#define KN_EVDROP	(-2)	/* f_event: drop the knote silently */
+
 struct filterops {
 	int	f_isfd;		/* ident is a descriptor */
 	size_t	f_size;		/* allocation size of the knote */

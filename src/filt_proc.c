@@ -1,0 +1,695 @@
+/*
+ * filt_proc.c -- EVFILT_PROC: events of a process named by its pid.
+ *
+ * Sources:
+ *   - every knote holds a pidfd of its process, registered edge-triggered
+ *     in the epoll set (kq_knsrc_add); it becomes readable when the
+ *     process exits.  This needs no privilege, pins the process (a reused
+ *     pid is never mistaken for it) and gives NOTE_EXIT.  The status in
+ *     wait(2) format comes from waitid(WNOWAIT) for a child (which is
+ *     left to be reaped by the application), otherwise best effort (see
+ *     proc_status);
+ *   - NOTE_FORK, NOTE_EXEC and NOTE_TRACK need the kernel's process event
+ *     multicast, the netlink proc connector: one socket per kqueue,
+ *     created the first time a knote asks for one of them (slot
+ *     KQ_SRC_PROC).  Linux lets only CAP_NET_ADMIN listen to it; without
+ *     it EV_ADD fails with EPERM.
+ *
+ * Semantics follow FreeBSD's filt_proc and knote_fork: EV_CLEAR is forced
+ * on; at exit the knote reports its pending fflags with EV_EOF|EV_ONESHOT,
+ * data being the status when NOTE_EXIT was asked for, and is dropped
+ * silently when nothing is pending (EV_DROP).  NOTE_TRACK registers a knote
+ * for each child forked by a tracked process, with the parent's fflags and
+ * udata, on which a NOTE_CHILD event with data = parent pid is reported.
+ * FreeBSD uses two knotes for the child (a one-shot NOTE_CHILD one and the
+ * tracking one, since both use data); kq keeps one knote per (pid, filter)
+ * and reports the NOTE_CHILD notice first, on its own, and the child's own
+ * events (NOTE_EXEC, NOTE_EXIT with the status ...) in a later event, so
+ * the sequence of events is FreeBSD's.
+ *
+ * The connector reports events asynchronously; ordering on the socket is
+ * the kernel's, and a child's fork event always precedes the child's own
+ * events, so a tracked child's exec or fork is not missed.  A tracked
+ * child that was already reaped when its fork event is read has no pidfd
+ * any more: its knote is then driven by the connector alone (its exit
+ * event carries the status).  Messages lost
+ * to a full socket buffer (ENOBUFS) set NOTE_TRACKERR on every tracking
+ * knote.  Events older than a knote (timestamp before its registration)
+ * are not reported on it.
+ *
+ * All hooks run with kq_lock held.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kq_int.h"
+#include "kq_proc.h"
+
+#define PN_EXITED	0x01	/* the process exited (pidfd readable) */
+#define PN_CHILD	0x02	/* NOTE_CHILD notice to report */
+#define PN_CHILDOUT	0x04	/* the last delivery was that notice */
+#define PN_CNEXIT	0x08	/* the connector reported the exit */
+
+struct procnote {
+	struct knote	pn_kn;
+	int		pn_pidfd;
+	uint32_t	pn_fflags;	/* events seen, not yet delivered */
+	uint32_t	pn_state;	/* PN_* */
+	int		pn_cnstatus;	/* exit code from the connector */
+	int64_t		pn_data;	/* the exit status */
+	int64_t		pn_ppid;	/* NOTE_CHILD: the parent */
+	uint64_t	pn_since;	/* connector events before this
+					   (CLOCK_MONOTONIC ns) predate it */
+};
+
+#define PN(kn)		((struct procnote *)(void *)(kn))
+#define NOTE_NEEDCN	(NOTE_FORK | NOTE_EXEC | NOTE_TRACK)
+#define CN_RCVBUF	(4 << 20)
+#define CN_BATCH	64	/* datagrams read per wake-up */
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+int
+kq_pidfd_open(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Has the process behind pidfd exited?  (Readable pidfd.) */
+int
+kq_pidfd_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP)) != 0;
+}
+
+/* waitid()'s report of a terminated child in wait(2) format. */
+static int64_t
+si_to_status(const siginfo_t *si)
+{
+	switch (si->si_code) {
+	case CLD_EXITED:
+		return (int64_t)((si->si_status & 0xff) << 8);
+	case CLD_KILLED:
+		return (int64_t)(si->si_status & 0x7f);
+	case CLD_DUMPED:
+		return (int64_t)((si->si_status & 0x7f) | 0x80);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The kernel's struct pidfd_info (PIDFD_GET_INFO, Linux 6.13; exit_code
+ * with PIDFD_INFO_EXIT since 6.15), first version (64 bytes).
+ */
+struct kq_pidfd_info {
+	uint64_t	mask;
+	uint64_t	cgroupid;
+	uint32_t	pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid;
+	uint32_t	fsuid, fsgid;
+	int32_t		exit_code;
+};
+#define KQ_PIDFD_GET_INFO	_IOWR(0xFF, 11, struct kq_pidfd_info)
+#define KQ_PIDFD_INFO_EXIT	(1ULL << 3)
+
+_Static_assert(sizeof(struct kq_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
+
+/* The exit_code field (52) of /proc/<pid>/stat while pid is a zombie. */
+static int
+proc_stat_status(pid_t pid, int64_t *status)
+{
+	char path[64], buf[1024], *p;
+	int fd, field;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');		/* the command may hold anything */
+	if (p == NULL || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
+		return 0;
+	for (field = 2, p++; *p != 0 && field < 52; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 52)
+		return 0;
+	*status = strtol(p, NULL, 10);
+	return 1;
+}
+
+/*
+ * The wait(2)-format status of the exited process behind pidfd.  A child
+ * is asked with waitid(WNOWAIT), which leaves it to be reaped.  For any
+ * other process Linux keeps the status only for the parent: PIDFD_GET_INFO
+ * has it once the process was reaped (Linux 6.15), /proc/<pid>/stat while
+ * it is a zombie, the connector if it is open and saw the exit; else 0.
+ * cnstatus < 0: the connector did not see it.
+ */
+int64_t
+kq_proc_status(int pidfd, pid_t pid, int cnstatus)
+{
+	siginfo_t si;
+	struct kq_pidfd_info info;
+	int64_t st;
+
+	memset(&si, 0, sizeof(si));
+	if (pidfd >= 0 && waitid((idtype_t)KQ_P_PIDFD, (id_t)pidfd, &si,
+	    WEXITED | WNOWAIT | WNOHANG) == 0 && si.si_pid != 0)
+		return si_to_status(&si);
+	memset(&info, 0, sizeof(info));
+	info.mask = KQ_PIDFD_INFO_EXIT;
+	if (pidfd >= 0 && ioctl(pidfd, KQ_PIDFD_GET_INFO, &info) == 0 &&
+	    (info.mask & KQ_PIDFD_INFO_EXIT))
+		return info.exit_code;
+	if (cnstatus >= 0)
+		return cnstatus;
+	if (pidfd >= 0 && pid > 0 && proc_stat_status(pid, &st))
+		return st;
+	return 0;
+}
+
+/* Note that the process exited, once; take the status if it is wanted. */
+static void
+proc_mark_exit(struct procnote *pn)
+{
+	struct knote *kn = &pn->pn_kn;
+
+	if (pn->pn_state & PN_EXITED)
+		return;
+	pn->pn_state |= PN_EXITED;
+	if (kn->kn_sfflags & NOTE_EXIT) {
+		pn->pn_fflags |= NOTE_EXIT;
+		pn->pn_data = kq_proc_status(pn->pn_pidfd, (pid_t)kn->kn_ident,
+		    (pn->pn_state & PN_CNEXIT) ? pn->pn_cnstatus : -1);
+	}
+}
+
+static int
+proc_check_exit(struct procnote *pn)
+{
+	if (!(pn->pn_state & PN_EXITED) && pn->pn_pidfd >= 0 &&
+	    kq_pidfd_exited(pn->pn_pidfd))
+		proc_mark_exit(pn);
+	return (pn->pn_state & PN_EXITED) != 0;
+}
+
+/* Report kn when something is pending and it is enabled. */
+static void
+proc_wake(struct kqueue *kq, struct procnote *pn)
+{
+	if (!(pn->pn_kn.kn_status & KN_DISABLED) &&
+	    (pn->pn_fflags != 0 || (pn->pn_state & (PN_CHILD | PN_EXITED))))
+		knote_enqueue(kq, &pn->pn_kn);
+}
+
+/* ------------------------------------------------------------------ */
+/* The proc connector                                                 */
+/* ------------------------------------------------------------------ */
+
+/* One request to the connector: PROC_CN_MCAST_LISTEN or _IGNORE. */
+static int
+proc_cn_send(int fd, uint32_t seq, enum proc_cn_mcast_op op)
+{
+	union {
+		char	buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(op))];
+		struct nlmsghdr nh;
+	} m;
+	struct cn_msg *cn;
+
+	memset(&m, 0, sizeof(m));
+	m.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct cn_msg) + sizeof(op));
+	m.nh.nlmsg_type = NLMSG_DONE;
+	m.nh.nlmsg_pid = 0;
+	cn = NLMSG_DATA(&m.nh);
+	cn->id.idx = CN_IDX_PROC;
+	cn->id.val = CN_VAL_PROC;
+	cn->seq = seq;
+	cn->ack = seq;		/* the answer carries ack = seq + 1 */
+	cn->len = sizeof(op);
+	memcpy(cn->data, &op, sizeof(op));
+	return send(fd, &m, m.nh.nlmsg_len, MSG_NOSIGNAL) < 0 ? errno : 0;
+}
+
+/*
+ * Read one datagram of the connector into buf.  Returns its length, 0 for
+ * a datagram to skip (not the kernel's), -1 with errno.
+ */
+static ssize_t
+proc_cn_recv(int fd, void *buf, size_t len)
+{
+	struct sockaddr_nl from;
+	socklen_t flen = sizeof(from);
+	ssize_t n = recvfrom(fd, buf, len, 0, (struct sockaddr *)&from, &flen);
+
+	if (n < 0)
+		return -1;
+	if (flen < sizeof(from) || from.nl_pid != 0)
+		return 0;	/* only the kernel speaks here */
+	return n;
+}
+
+/* Iterate over the proc_events of one datagram. */
+#define CN_FOREACH(nh, buf, n)						\
+	for (nh = (struct nlmsghdr *)(void *)(buf); NLMSG_OK(nh, n);	\
+	    nh = NLMSG_NEXT(nh, n))
+
+/*
+ * The proc_event of one message, copied out: it follows the 20-byte
+ * cn_msg header, so it is not 8-byte aligned in the datagram.
+ */
+static int
+proc_cn_event(const struct nlmsghdr *nh, struct proc_event *ev,
+    uint32_t *ack)
+{
+	const struct cn_msg *cn;
+
+	if (nh->nlmsg_type == NLMSG_ERROR || nh->nlmsg_type == NLMSG_NOOP ||
+	    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*cn) +
+	    sizeof(struct proc_event)))
+		return 0;
+	cn = NLMSG_DATA(nh);
+	if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC ||
+	    cn->len < sizeof(struct proc_event))
+		return 0;
+	memcpy(ev, cn->data, sizeof(*ev));
+	*ack = cn->ack;
+	return 1;
+}
+
+static struct procnote *
+proc_lookup(struct kqueue *kq, uint32_t pid)
+{
+	return (struct procnote *)(void *)knote_lookup(kq, (uintptr_t)pid,
+	    EVFILT_PROC, 0);
+}
+
+/*
+ * NOTE_TRACK: the process of pn forked child (at time ts).  Register a
+ * knote for the child as FreeBSD's knote_fork does, with the parent's
+ * fflags, flags and udata, and queue the NOTE_CHILD notice on it.
+ */
+static int
+proc_track(struct kqueue *kq, struct procnote *pn, uint32_t child,
+    uint64_t ts)
+{
+	struct knote *kn = &pn->pn_kn;
+	struct procnote *cpn = proc_lookup(kq, child);
+	struct kevent kev;
+	int e;
+
+	if (cpn == NULL) {
+		EV_SET(&kev, child, EVFILT_PROC, EV_ADD | EV_FLAG1 |
+		    (kn->kn_flags & (EV_ONESHOT | EV_DISPATCH | EV_CLEAR)),
+		    kn->kn_sfflags, 0, kn->kn_udata);
+		e = kq_register(kq, &kev);
+		if (e != 0)
+			return e;
+		cpn = proc_lookup(kq, child);
+		if (cpn == NULL)
+			return ESRCH;
+		cpn->pn_since = ts;	/* the child's events follow its fork */
+	}
+	/* An existing knote (the application was quicker) gets the notice. */
+	cpn->pn_state |= PN_CHILD;
+	cpn->pn_ppid = (int64_t)kn->kn_ident;
+	proc_wake(kq, cpn);
+	return 0;
+}
+
+static void
+proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
+{
+	struct procnote *pn;
+	uint64_t ts = ev->timestamp_ns;
+
+	switch (ev->what) {
+	case PROC_EVENT_FORK:
+		/* Processes only: a new thread shares its creator's tgid. */
+		if (ev->event_data.fork.child_pid !=
+		    ev->event_data.fork.child_tgid)
+			return;
+		pn = proc_lookup(kq, ev->event_data.fork.parent_tgid);
+		if (pn == NULL || ts < pn->pn_since ||
+		    (pn->pn_state & (PN_EXITED | PN_CNEXIT)))
+			return;
+		if ((pn->pn_kn.kn_sfflags & NOTE_TRACK) &&
+		    proc_track(kq, pn, ev->event_data.fork.child_tgid, ts) != 0)
+			pn->pn_fflags |= NOTE_TRACKERR;
+		if (pn->pn_kn.kn_sfflags & NOTE_FORK)
+			pn->pn_fflags |= NOTE_FORK;
+		break;
+	case PROC_EVENT_EXEC:
+		pn = proc_lookup(kq, ev->event_data.exec.process_tgid);
+		if (pn == NULL || ts < pn->pn_since ||
+		    (pn->pn_state & (PN_EXITED | PN_CNEXIT)))
+			return;
+		if (pn->pn_kn.kn_sfflags & NOTE_EXEC)
+			pn->pn_fflags |= NOTE_EXEC;
+		break;
+	case PROC_EVENT_EXIT:
+		/*
+		 * The thread-group leader's exit: keep the status (a
+		 * non-child's is hard to get otherwise).  The pidfd says
+		 * when the whole process is gone.  Events for the pid after
+		 * this belong to a process that reused it.
+		 */
+		if (ev->event_data.exit.process_pid !=
+		    ev->event_data.exit.process_tgid)
+			return;
+		pn = proc_lookup(kq, ev->event_data.exit.process_tgid);
+		if (pn == NULL || ts < pn->pn_since)
+			return;
+		pn->pn_state |= PN_CNEXIT;
+		pn->pn_cnstatus = (int)ev->event_data.exit.exit_code;
+		if (pn->pn_pidfd >= 0)
+			return;
+		proc_mark_exit(pn);	/* followed by the connector alone */
+		break;
+	default:
+		return;
+	}
+	proc_wake(kq, pn);
+}
+
+/*
+ * Messages were lost (ENOBUFS): forks may have gone unseen, so every
+ * tracking knote reports NOTE_TRACKERR.
+ */
+static void
+proc_cn_lost(struct kqueue *kq)
+{
+	struct knote *kn;
+	size_t b;
+
+	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
+		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link)
+			if (kn->kn_filter == EVFILT_PROC &&
+			    (kn->kn_sfflags & NOTE_TRACK) &&
+			    !(PN(kn)->pn_state & PN_EXITED)) {
+				PN(kn)->pn_fflags |= NOTE_TRACKERR;
+				proc_wake(kq, PN(kn));
+			}
+}
+
+static void
+proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
+{
+	union {
+		char		buf[16384];
+		struct nlmsghdr	nh;
+	} u;
+	struct nlmsghdr *nh;
+	struct proc_event ev;
+	uint32_t ack;
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < CN_BATCH; i++) {
+		n = proc_cn_recv(src->ks_fd, u.buf, sizeof(u.buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOBUFS) {
+				proc_cn_lost(kq);
+				continue;
+			}
+			return;		/* EAGAIN: drained */
+		}
+		CN_FOREACH(nh, u.buf, n)
+			if (proc_cn_event(nh, &ev, &ack))
+				proc_cn_handle(kq, &ev);
+	}
+	/* More left: the level-triggered registration brings us back. */
+}
+
+static void
+proc_cn_fini(struct kqueue *kq, struct kqsrc *src)
+{
+	/* Not needed with Linux >= 6.6 (it counts per socket), harmless. */
+	(void)proc_cn_send(src->ks_fd, 2, PROC_CN_MCAST_IGNORE);
+}
+
+/*
+ * Wait for the connector's answer to our LISTEN (sent with ack = seq; the
+ * kernel renumbers seq).  The kernel answers synchronously, to the
+ * multicast group, and only when somebody listens -- so no answer means
+ * we were refused.
+ */
+static int
+proc_cn_ack(int fd, uint32_t seq)
+{
+	union {
+		char		buf[8192];
+		struct nlmsghdr	nh;
+	} u;
+	struct nlmsghdr *nh;
+	struct proc_event ev;
+	uint32_t ack;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+	int tries;
+
+	for (tries = 0; tries < 256; tries++) {
+		n = proc_cn_recv(fd, u.buf, sizeof(u.buf));
+		if (n < 0) {
+			if (errno == EINTR || errno == ENOBUFS)
+				continue;
+			if (errno != EAGAIN)
+				return errno;
+			if (poll(&p, 1, 100) != 1)
+				return EPERM;
+			continue;
+		}
+		CN_FOREACH(nh, u.buf, n) {
+			if (!proc_cn_event(nh, &ev, &ack) ||
+			    ev.what != PROC_EVENT_NONE || ack != seq + 1)
+				continue;	/* older events: not ours */
+			return (int)ev.event_data.ack.err;
+		}
+	}
+	return EPERM;
+}
+
+/* Open the kqueue's connector socket if it has none.  0 or an errno. */
+static int
+proc_cn_open(struct kqueue *kq)
+{
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_PROC];
+	struct sockaddr_nl sa;
+	int fd, e, sz = CN_RCVBUF;
+
+	if (src->ks_ready != NULL)
+		return 0;
+	if (kq->kq_dead)
+		return EBADF;
+	fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    NETLINK_CONNECTOR);
+	if (fd < 0)
+		return errno == EPROTONOSUPPORT ? ENOTSUP : errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.nl_family = AF_NETLINK;
+	sa.nl_groups = CN_IDX_PROC;
+	sa.nl_pid = 0;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		e = errno == EACCES ? EPERM : errno;
+		goto fail;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if ((e = proc_cn_send(fd, 1, PROC_CN_MCAST_LISTEN)) != 0 ||
+	    (e = proc_cn_ack(fd, 1)) != 0) {
+		if (e == EACCES)
+			e = EPERM;
+		goto fail;
+	}
+	if ((e = kq_src_add(kq, KQ_SRC_PROC, fd, proc_cn_ready)) != 0) {
+		(void)proc_cn_send(fd, 2, PROC_CN_MCAST_IGNORE);
+		goto fail;
+	}
+	src->ks_fini = proc_cn_fini;
+	return 0;
+fail:
+	close(fd);
+	return e;
+}
+
+/* ------------------------------------------------------------------ */
+/* Filter operations                                                  */
+/* ------------------------------------------------------------------ */
+
+static int
+filt_procmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
+{
+	int e;
+
+	if ((kev->fflags & NOTE_NEEDCN) && (e = proc_cn_open(kq)) != 0)
+		return e;
+	kn->kn_sfflags = kev->fflags;
+	kn->kn_sdata = kev->data;
+	return 0;
+}
+
+static int
+filt_procattach(struct kqueue *kq, struct knote *kn)
+{
+	struct procnote *pn = PN(kn);
+	int fd, e;
+
+	pn->pn_pidfd = -1;
+	if (kn->kn_ident == 0 || kn->kn_ident > INT_MAX)
+		return ESRCH;
+	fd = kq_pidfd_open((pid_t)kn->kn_ident);
+	if (fd < 0 && (kn->kn_flags & EV_FLAG1) && errno == ESRCH) {
+		/*
+		 * NOTE_TRACK found a child that was already reaped: its
+		 * events, exit included, are still queued on the connector
+		 * after its fork, so follow it through them alone.
+		 */
+		kn->kn_flags = (kn->kn_flags & ~EV_FLAG1) | EV_CLEAR;
+		pn->pn_since = mono_ns();
+		return 0;
+	}
+	kn->kn_flags &= ~EV_FLAG1;
+	if (fd < 0)
+		return errno == EINVAL ? ESRCH : errno;	/* a thread id */
+	if (!(kn->kn_sfflags & NOTE_EXIT) && kq_pidfd_exited(fd)) {
+		/* FreeBSD finds a zombie only for NOTE_EXIT. */
+		close(fd);
+		return ESRCH;
+	}
+	pn->pn_pidfd = fd;
+	pn->pn_since = mono_ns();
+	kn->kn_flags |= EV_CLEAR;	/* as FreeBSD: automatically set */
+	/* Edge-triggered: an exited process fires once, here if a zombie. */
+	e = kq_knsrc_add(kq, kn, fd, EPOLLIN);
+	if (e != 0) {
+		close(fd);
+		pn->pn_pidfd = -1;
+		return e;
+	}
+	return 0;
+}
+
+static int
+filt_procdetach(struct kqueue *kq, struct knote *kn)
+{
+	struct procnote *pn = PN(kn);
+
+	if (pn->pn_pidfd >= 0) {
+		kq_knsrc_del(kq, pn->pn_pidfd);
+		close(pn->pn_pidfd);
+		pn->pn_pidfd = -1;
+	}
+	return 0;
+}
+
+static int
+filt_procupdate(struct kqueue *kq, struct knote *kn, int readd)
+{
+	struct procnote *pn = PN(kn);
+
+	if (kn->kn_status & KN_DISABLED)
+		return 0;
+	(void)proc_check_exit(pn);
+	proc_wake(kq, pn);
+	return 0;
+}
+
+static int
+filt_proc(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	struct procnote *pn = PN(kn);
+	int exited = proc_check_exit(pn);
+
+	if (pn->pn_state & PN_CHILD) {
+		/* FreeBSD's separate one-shot NOTE_CHILD knote. */
+		pn->pn_state = (pn->pn_state & ~PN_CHILD) | PN_CHILDOUT;
+		out->fflags = NOTE_CHILD;
+		out->data = pn->pn_ppid;
+		out->flags |= EV_ONESHOT;
+		return 1;
+	}
+	if (exited) {
+		if (pn->pn_fflags == 0)
+			return KN_EVDROP;
+		kn->kn_flags |= EV_EOF | EV_ONESHOT;
+		out->flags |= EV_EOF | EV_ONESHOT;
+		out->fflags = pn->pn_fflags;
+		out->data = (pn->pn_fflags & NOTE_EXIT) ? pn->pn_data : 0;
+		return 1;
+	}
+	if (pn->pn_fflags == 0)
+		return 0;
+	out->fflags = pn->pn_fflags;
+	out->data = 0;
+	return 1;
+}
+
+static void
+filt_procclear(struct kqueue *kq, struct knote *kn)
+{
+	struct procnote *pn = PN(kn);
+
+	if (pn->pn_state & PN_CHILDOUT) {
+		/* Only the notice went out: the rest is still to come. */
+		pn->pn_state &= ~PN_CHILDOUT;
+		proc_wake(kq, pn);
+		return;
+	}
+	pn->pn_fflags = 0;
+	pn->pn_data = 0;
+}
+
+static int
+filt_procreadd(struct kqueue *kq, struct knote *kn, int epfd)
+{
+	struct procnote *pn = PN(kn);
+
+	if (pn->pn_pidfd < 0)
+		return 0;
+	return kq_knsrc_register(epfd, kn, pn->pn_pidfd, EPOLLIN);
+}
+
+const struct filterops proc_filtops = {
+	.f_isfd = 0,
+	.f_size = sizeof(struct procnote),
+	.f_attach = filt_procattach,
+	.f_detach = filt_procdetach,
+	.f_modify = filt_procmodify,
+	.f_update = filt_procupdate,
+	.f_event = filt_proc,
+	.f_clear = filt_procclear,
+	.f_readd = filt_procreadd,
+};

@@ -1,0 +1,753 @@
+/*
+ * test-proc.c -- EVFILT_PROC and EVFILT_PROCDESC.
+ *
+ * FreeBSD reference: sys/kern/kern_event.c filt_procattach/filt_proc/
+ * knote_fork and sys/kern/sys_procdesc.c procdesc_kqops_event.  EV_CLEAR
+ * is forced on; NOTE_EXIT reports data = the wait(2) status with
+ * EV_EOF|EV_ONESHOT; a zombie fires at once; an unknown pid is ESRCH;
+ * NOTE_TRACK attaches to every child a tracked process forks and reports
+ * NOTE_CHILD with data = the parent's pid (on a one-shot knote of its own,
+ * separate from the child's other events).  EVFILT_PROCDESC takes a
+ * process descriptor (pdfork() on FreeBSD, a pidfd on Linux).
+ *
+ * NOTE_FORK/NOTE_EXEC/NOTE_TRACK need privilege on Linux (the proc
+ * connector); those tests are skipped when EV_ADD fails with EPERM.
+ */
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
+
+#include "helpers.h"
+
+#define T_ALLPROC	(NOTE_EXIT | NOTE_FORK | NOTE_EXEC | NOTE_TRACK)
+
+/* A child that waits for a byte on go[0], then exits with code. */
+static pid_t
+spawn_waiting(int go[2], int code)
+{
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(100);
+		_exit(code);
+	}
+	close(go[0]);
+	return pid;
+}
+
+static void
+release(int go[2])
+{
+	write_all(go[1], "x", 1);
+	close(go[1]);
+}
+
+/* Wait until pid is a zombie without reaping it. */
+static void
+wait_zombie(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(si.si_pid, pid);
+}
+
+/* One event within ms milliseconds (0 if none). */
+static int
+wait_event(int kq, struct kevent *ev, int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	int r = kevent(kq, NULL, 0, ev, 1, &ts);
+
+	assert_true(r >= 0);
+	return r;
+}
+
+static int
+proc_add(int kq, pid_t pid, unsigned short flags, unsigned int fflags)
+{
+	struct kevent kev;
+
+	EV_SET(&kev, (uintptr_t)pid, EVFILT_PROC, flags, fflags, 0, NULL);
+	return kevent(kq, &kev, 1, NULL, 0, NULL);
+}
+
+/* EV_ADD of fflags needing the process event source, or skip. */
+static void
+proc_add_or_skip(int kq, pid_t pid, unsigned int fflags, void *udata)
+{
+	struct kevent kev;
+
+	EV_SET(&kev, (uintptr_t)pid, EVFILT_PROC, EV_ADD, fflags, 0, udata);
+	if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0) {
+		if (errno == EPERM) {
+			fprintf(stderr, "process events not permitted: skip\n");
+			kill(pid, SIGKILL);
+			skip();
+		}
+		fprintf(stderr, "EVFILT_PROC EV_ADD: %s\n", strerror(errno));
+		fail();
+	}
+}
+
+static void
+check_exit_event(const struct kevent *ev, pid_t pid, int status)
+{
+	assert_int_equal(ev->ident, (uintptr_t)pid);
+	assert_int_equal(ev->filter, EVFILT_PROC);
+	assert_int_equal(ev->fflags, NOTE_EXIT);
+	assert_int_equal(ev->data, status);
+	assert_true(ev->flags & EV_EOF);
+	assert_true(ev->flags & EV_ONESHOT);
+	assert_true(ev->flags & EV_CLEAR);	/* automatically set */
+}
+
+/* ------------------------------------------------------------------ */
+
+static void
+note_exit_reports_exit_status(void **state)
+{
+	int kq = kqueue(), go[2], st;
+	pid_t pid = spawn_waiting(go, 3);
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), 0);
+	t_expect_none(kq);
+	release(go);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	check_exit_event(&ev, pid, 3 << 8);
+	assert_true(WIFEXITED((int)ev.data) && WEXITSTATUS((int)ev.data) == 3);
+	/* The child was not reaped: waitpid() gets the same status. */
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(st, (int)ev.data);
+	/* One-shot: gone. */
+	assert_int_equal(proc_add(kq, pid, EV_DELETE, 0), -1);
+	assert_int_equal(errno, ENOENT);
+	close(kq);
+}
+
+static void
+note_exit_reports_killing_signal(void **state)
+{
+	int kq = kqueue(), go[2], st;
+	pid_t pid = spawn_waiting(go, 0);
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), 0);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	check_exit_event(&ev, pid, SIGKILL);
+	assert_true(WIFSIGNALED((int)ev.data));
+	assert_int_equal(WTERMSIG((int)ev.data), SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(st, (int)ev.data);
+	close(go[1]);
+	close(kq);
+}
+
+static void
+note_exit_on_zombie_fires_at_once(void **state)
+{
+	int kq = kqueue(), go[2], st;
+	pid_t pid = spawn_waiting(go, 7);
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), 0);
+	ev = t_expect_one(kq);
+	check_exit_event(&ev, pid, 7 << 8);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(st, 7 << 8);
+	close(kq);
+}
+
+static void
+zombie_without_note_exit_is_esrch(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid = spawn_waiting(go, 0);
+
+	assert_true(kq >= 0);
+	release(go);
+	wait_zombie(pid);
+	/* pfind() does not find zombies: only NOTE_EXIT looks for them. */
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_FORK), -1);
+	assert_int_equal(errno, ESRCH);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+
+static void
+unknown_pid_is_esrch(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid = spawn_waiting(go, 0);
+	struct kevent kev, out;
+
+	assert_true(kq >= 0);
+	release(go);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);	/* now unused */
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), -1);
+	assert_int_equal(errno, ESRCH);
+	/* As an EV_ERROR entry when there is room. */
+	EV_SET(&kev, (uintptr_t)pid, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, &out, 1, &t_zero), 1);
+	assert_true(out.flags & EV_ERROR);
+	assert_int_equal(out.data, ESRCH);
+	close(kq);
+}
+
+static void
+disabled_knote_reports_exit_when_enabled(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid = spawn_waiting(go, 9);
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), 0);
+	assert_int_equal(proc_add(kq, pid, EV_DISABLE, NOTE_EXIT), 0);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(wait_event(kq, &ev, 100), 0);
+	assert_int_equal(proc_add(kq, pid, EV_ENABLE, NOTE_EXIT), 0);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	check_exit_event(&ev, pid, 9 << 8);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+
+static double
+cpu_seconds(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static void
+disabled_knote_of_exited_process_does_not_spin(void **state)
+{
+	int kq = kqueue(), go[2], i;
+	pid_t pid = spawn_waiting(go, 0);
+	struct kevent ev;
+	double c0, c1;
+
+	assert_true(kq >= 0);
+	assert_int_equal(proc_add(kq, pid, EV_ADD | EV_DISABLE, NOTE_EXIT), 0);
+	release(go);
+	wait_zombie(pid);
+	c0 = cpu_seconds();
+	for (i = 0; i < 3; i++)
+		assert_int_equal(wait_event(kq, &ev, 100), 0);
+	c1 = cpu_seconds();
+	if (c1 - c0 >= 0.05)
+		fprintf(stderr, "300 ms of waiting used %.3f s of CPU\n",
+		    c1 - c0);
+	assert_true(c1 - c0 < 0.05);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+
+static void
+note_fork_reported_on_fork(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid;
+	struct kevent ev;
+	char c;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pid_t g;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(100);
+		g = fork();
+		if (g == 0)
+			_exit(0);
+		waitpid(g, NULL, 0);
+		if (read(go[0], &c, 1) != 0)	/* until the test closes go */
+			_exit(101);
+		_exit(0);
+	}
+	close(go[0]);
+	proc_add_or_skip(kq, pid, NOTE_FORK, (void *)0x1234);
+	t_expect_none(kq);
+	write_all(go[1], "x", 1);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	assert_int_equal(ev.ident, (uintptr_t)pid);
+	assert_int_equal(ev.filter, EVFILT_PROC);
+	assert_int_equal(ev.fflags, NOTE_FORK);
+	assert_int_equal(ev.data, 0);
+	assert_ptr_equal(ev.udata, (void *)0x1234);
+	assert_true(ev.flags & EV_CLEAR);
+	assert_false(ev.flags & EV_EOF);
+	/* Cleared: nothing more until the next event. */
+	assert_int_equal(wait_event(kq, &ev, 50), 0);
+	close(go[1]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	/* No NOTE_EXIT asked: dropped silently at exit (EV_DROP). */
+	assert_int_equal(wait_event(kq, &ev, 200), 0);
+	assert_int_equal(proc_add(kq, pid, EV_DELETE, 0), -1);
+	assert_int_equal(errno, ENOENT);
+	close(kq);
+}
+
+static void
+note_exec_reported_on_exec(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid;
+	struct kevent ev;
+	char c;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(100);
+		execl("/bin/sh", "sh", "-c", "read x", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	proc_add_or_skip(kq, pid, NOTE_EXEC, NULL);
+	t_expect_none(kq);
+	/* The shell reads the same pipe: it lives until we close it. */
+	write_all(go[1], "x", 1);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	assert_int_equal(ev.ident, (uintptr_t)pid);
+	assert_int_equal(ev.fflags, NOTE_EXEC);
+	assert_int_equal(ev.data, 0);
+	assert_true(ev.flags & EV_CLEAR);
+	close(go[1]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(wait_event(kq, &ev, 200), 0);
+	close(kq);
+}
+
+/*
+ * The paper's example (Lemon, "Kqueue: A generic and scalable event
+ * notification facility", 2001, section 4.1): a knote with FORK, TRACK,
+ * EXEC and EXIT on process A, which forks B and C; C forks D, which
+ * execs and exits.  The paper shows four kevents:
+ *	A: FORK;  B: CHILD data A;  C: CHILD, FORK data A;
+ *	D: CHILD, EXEC, EXIT data C.
+ * Since the exit status went into data (FreeBSD 5), FreeBSD reports the
+ * NOTE_CHILD notice on a knote of its own (knote_fork), so D's EXIT can
+ * carry the status: per process, the union of the fflags is the paper's,
+ * NOTE_CHILD comes with data = the parent's pid and NOTE_EXIT with the
+ * wait(2) status.
+ */
+struct pidmsg {
+	char	who;
+	pid_t	pid;
+};
+
+static void
+tell(int fd, char who, pid_t pid)
+{
+	struct pidmsg m = { who, pid };
+
+	if (write(fd, &m, sizeof(m)) != sizeof(m))
+		_exit(102);
+}
+
+static void
+proc_A(int go, int end, int out)
+{
+	pid_t b, c, d;
+	char ch;
+
+	if (read(go, &ch, 1) != 1)
+		_exit(100);
+	b = fork();
+	if (b == 0) {
+		if (read(end, &ch, 1) != 0)
+			_exit(101);
+		_exit(0);
+	}
+	tell(out, 'B', b);
+	c = fork();
+	if (c == 0) {
+		d = fork();
+		if (d == 0) {
+			execl("/bin/sh", "sh", "-c", "exit 4", (char *)NULL);
+			_exit(127);
+		}
+		tell(out, 'D', d);
+		waitpid(d, NULL, 0);
+		if (read(end, &ch, 1) != 0)
+			_exit(101);
+		_exit(0);
+	}
+	tell(out, 'C', c);
+	if (read(end, &ch, 1) != 0)
+		_exit(101);
+	waitpid(b, NULL, 0);
+	waitpid(c, NULL, 0);
+	_exit(0);
+}
+
+static void
+note_track_follows_forks_as_in_the_paper(void **state)
+{
+	int kq = kqueue(), go[2], end[2], out[2], i, n;
+	pid_t a, b = -1, c = -1, d = -1;
+	unsigned int fa = 0, fb = 0, fc = 0, fd = 0;
+	int nchild = 0, nexit = 0;
+	struct kevent ev;
+	struct pidmsg m;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(end), 0);
+	assert_int_equal(pipe(out), 0);
+	a = fork();
+	assert_true(a >= 0);
+	if (a == 0) {
+		close(go[1]);
+		close(end[1]);
+		close(out[0]);
+		proc_A(go[0], end[0], out[1]);
+	}
+	close(go[0]);
+	close(end[0]);
+	close(out[1]);
+	proc_add_or_skip(kq, a, T_ALLPROC, (void *)0xabc);
+	write_all(go[1], "x", 1);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(read(out[0], &m, sizeof(m)), (ssize_t)sizeof(m));
+		if (m.who == 'B')
+			b = m.pid;
+		else if (m.who == 'C')
+			c = m.pid;
+		else
+			d = m.pid;
+	}
+	assert_true(b > 0 && c > 0 && d > 0);
+
+	/* Collect until every expected event was seen. */
+	for (n = 0; n < 20; n++) {
+		if ((fa & NOTE_FORK) && fb == NOTE_CHILD &&
+		    fc == (NOTE_CHILD | NOTE_FORK) &&
+		    fd == (NOTE_CHILD | NOTE_EXEC | NOTE_EXIT))
+			break;
+		if (wait_event(kq, &ev, 5000) != 1)
+			break;
+		assert_int_equal(ev.filter, EVFILT_PROC);
+		assert_ptr_equal(ev.udata, (void *)0xabc);
+		assert_false(ev.fflags & NOTE_TRACKERR);
+		if (ev.fflags & NOTE_CHILD) {
+			/* The notice: data = the parent. */
+			nchild++;
+			assert_int_equal(ev.fflags, NOTE_CHILD);
+			assert_int_equal(ev.data,
+			    (uintptr_t)ev.ident == (uintptr_t)d ? c : a);
+		}
+		if (ev.fflags & NOTE_EXIT) {
+			nexit++;
+			assert_int_equal(ev.ident, (uintptr_t)d);
+			assert_true(WIFEXITED((int)ev.data));
+			assert_int_equal(WEXITSTATUS((int)ev.data), 4);
+			assert_true(ev.flags & EV_EOF);
+		} else if (!(ev.fflags & NOTE_CHILD))
+			assert_int_equal(ev.data, 0);
+		if (ev.ident == (uintptr_t)a)
+			fa |= ev.fflags;
+		else if (ev.ident == (uintptr_t)b)
+			fb |= ev.fflags;
+		else if (ev.ident == (uintptr_t)c)
+			fc |= ev.fflags;
+		else if (ev.ident == (uintptr_t)d)
+			fd |= ev.fflags;
+		else
+			fail_msg("event for unknown pid %ju",
+			    (uintmax_t)ev.ident);
+	}
+	assert_int_equal(fa, NOTE_FORK);
+	assert_int_equal(fb, NOTE_CHILD);
+	assert_int_equal(fc, NOTE_CHILD | NOTE_FORK);
+	assert_int_equal(fd, NOTE_CHILD | NOTE_EXEC | NOTE_EXIT);
+	assert_int_equal(nchild, 3);
+	assert_int_equal(nexit, 1);
+
+	close(end[1]);
+	assert_int_equal(waitpid(a, NULL, 0), a);
+	close(go[1]);
+	close(out[0]);
+	close(kq);
+}
+
+#ifdef __linux__
+/*
+ * NOTE_TRACKERR: the child's knote cannot be attached.  Provoked on Linux
+ * by the descriptor limit (kq holds a pidfd per knote); FreeBSD would
+ * need a kernel allocation failure.
+ */
+static void
+note_trackerr_when_child_cannot_be_attached(void **state)
+{
+	int kq = kqueue(), go[2], lowest;
+	pid_t pid;
+	struct kevent ev;
+	struct rlimit rl, rl0;
+	char c;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pid_t g;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(100);
+		g = fork();
+		if (g == 0) {
+			if (read(go[0], &c, 1) != 0)
+				_exit(101);
+			_exit(0);
+		}
+		if (read(go[0], &c, 1) != 0)
+			_exit(101);
+		waitpid(g, NULL, 0);
+		_exit(0);
+	}
+	close(go[0]);
+	proc_add_or_skip(kq, pid, NOTE_FORK | NOTE_TRACK, NULL);
+	/* Let no new descriptor be allocated. */
+	lowest = dup(0);
+	assert_true(lowest >= 0);
+	close(lowest);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl0), 0);
+	rl = rl0;
+	rl.rlim_cur = (rlim_t)lowest;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	write_all(go[1], "x", 1);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl0), 0);
+	assert_int_equal(ev.ident, (uintptr_t)pid);
+	assert_int_equal(ev.fflags, NOTE_FORK | NOTE_TRACKERR);
+	close(go[1]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+#endif
+
+/* A process descriptor of a child waiting on go (pidfd / pdfork). */
+static int
+procdesc_waiting(int go[2], int code, pid_t *pidp)
+{
+	pid_t pid = spawn_waiting(go, code);
+	int pd;
+
+#ifdef __linux__
+	pd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	pd = -1;	/* FreeBSD: use pdfork() */
+#endif
+	if (pd < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		skip();
+	}
+	*pidp = pid;
+	return pd;
+}
+
+static void
+procdesc_note_exit_reports_status(void **state)
+{
+	int kq = kqueue(), go[2], pd, st;
+	pid_t pid;
+	struct kevent kev, ev;
+
+	assert_true(kq >= 0);
+	pd = procdesc_waiting(go, 5, &pid);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ADD, NOTE_EXIT, 0,
+	    (void *)0x77);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	t_expect_none(kq);
+	release(go);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	assert_int_equal(ev.ident, (uintptr_t)pd);
+	assert_int_equal(ev.filter, EVFILT_PROCDESC);
+	assert_int_equal(ev.fflags, NOTE_EXIT);
+	assert_int_equal(ev.data, 5 << 8);
+	assert_true(ev.flags & EV_EOF);
+	assert_true(ev.flags & EV_ONESHOT);
+	assert_true(ev.flags & EV_CLEAR);
+	assert_ptr_equal(ev.udata, (void *)0x77);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(st, 5 << 8);
+	/* One-shot: gone. */
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), -1);
+	assert_int_equal(errno, ENOENT);
+	close(pd);
+	close(kq);
+}
+
+static void
+procdesc_on_exited_process_fires_at_once(void **state)
+{
+	int kq = kqueue(), go[2], pd;
+	pid_t pid;
+	struct kevent kev, ev;
+
+	assert_true(kq >= 0);
+	pd = procdesc_waiting(go, 0, &pid);
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	wait_zombie(pid);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ADD, NOTE_EXIT, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.fflags, NOTE_EXIT);
+	assert_int_equal(ev.data, SIGTERM);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(go[1]);
+	close(pd);
+	close(kq);
+}
+
+static void
+procdesc_on_pipe_is_einval(void **state)
+{
+	int kq = kqueue(), p[2];
+	struct kevent kev;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(p), 0);
+	EV_SET(&kev, (uintptr_t)p[0], EVFILT_PROCDESC, EV_ADD, NOTE_EXIT, 0,
+	    NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	close(p[0]);
+	close(p[1]);
+	close(kq);
+}
+
+static void
+procdesc_close_drops_knote(void **state)
+{
+	int kq = kqueue(), go[2], pd;
+	pid_t pid;
+	struct kevent kev, ev;
+
+	assert_true(kq >= 0);
+	pd = procdesc_waiting(go, 0, &pid);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ADD, NOTE_EXIT, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	close(pd);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(wait_event(kq, &ev, 100), 0);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+
+static void
+close_of_kqueue_with_proc_knotes_leaks_no_descriptors(void **state)
+{
+	int go[2], fds0 = -1, fds1, i, cn = 1;
+	pid_t pid = spawn_waiting(go, 0);
+
+	for (i = 0; i < 40; i++) {
+		int kq, pd = -1;
+
+		if (i == 4)
+			fds0 = t_count_fds();
+		kq = kqueue();
+		assert_true(kq >= 0);
+		assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), 0);
+		if (cn && proc_add(kq, pid, EV_ADD, T_ALLPROC) != 0) {
+			assert_int_equal(errno, EPERM);
+			cn = 0;
+		}
+#ifdef __linux__
+		pd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+		if (pd >= 0) {
+			struct kevent kev;
+
+			EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ADD,
+			    NOTE_EXIT, 0, NULL);
+			assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+		}
+		if (i & 1) {
+			struct kevent ev;
+
+			assert_int_equal(wait_event(kq, &ev, 0), 0);
+		}
+		if (pd >= 0 && (i & 2))
+			close(pd);
+		assert_int_equal(close(kq), 0);
+		if (pd >= 0 && !(i & 2))
+			close(pd);
+	}
+	fds1 = t_count_fds();
+	if (fds0 >= 0) {
+		if (fds1 != fds0)
+			fprintf(stderr, "descriptors: %d before, %d after\n",
+			    fds0, fds1);
+		assert_int_equal(fds1, fds0);
+	}
+	release(go);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(note_exit_reports_exit_status),
+		cmocka_unit_test(note_exit_reports_killing_signal),
+		cmocka_unit_test(note_exit_on_zombie_fires_at_once),
+		cmocka_unit_test(zombie_without_note_exit_is_esrch),
+		cmocka_unit_test(unknown_pid_is_esrch),
+		cmocka_unit_test(disabled_knote_reports_exit_when_enabled),
+		cmocka_unit_test(disabled_knote_of_exited_process_does_not_spin),
+		cmocka_unit_test(note_fork_reported_on_fork),
+		cmocka_unit_test(note_exec_reported_on_exec),
+		cmocka_unit_test(note_track_follows_forks_as_in_the_paper),
+#ifdef __linux__
+		cmocka_unit_test(note_trackerr_when_child_cannot_be_attached),
+#endif
+		cmocka_unit_test(procdesc_note_exit_reports_status),
+		cmocka_unit_test(procdesc_on_exited_process_fires_at_once),
+		cmocka_unit_test(procdesc_on_pipe_is_einval),
+		cmocka_unit_test(procdesc_close_drops_knote),
+		cmocka_unit_test(close_of_kqueue_with_proc_knotes_leaks_no_descriptors),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
