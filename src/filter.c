@@ -10,6 +10,7 @@ static const struct filterops *const sysfilt_ops[EVFILT_SYSCOUNT] = {
 	[~EVFILT_READ] = &fd_read_filtops,
 	[~EVFILT_WRITE] = &fd_write_filtops,
 	[~EVFILT_EMPTY] = &fd_empty_filtops,
+	[~EVFILT_VNODE] = &vnode_filtops,
 };
 
 _Static_assert(sizeof(sysfilt_ops) / sizeof(sysfilt_ops[0]) ==

@@ -296,7 +296,8 @@ kq_src_register(int epfd, int slot, int fd)
 {
 	struct epoll_event ev;
 
-	ev.events = EPOLLIN;
+	/* mountinfo is always readable; a change of the mount table is PRI. */
+	ev.events = slot == KQ_SRC_MOUNT ? EPOLLPRI : EPOLLIN;
 	ev.data.u64 = KQ_SRCKEY | (uint64_t)slot;
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ? errno : 0;
 }
