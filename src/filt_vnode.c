@@ -436,6 +436,7 @@ filt_vnevent(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	(void)hint;
 	if (vn->vn_state & VS_DEAD)
 		return 0;
+	kq_inotify_sync(kq);
 	if ((e = vn_check(vn, &st)) != 0)
 		return vn_stale(kq, vn, e, 0) != 0 ? -1 : 0;
 	out->data = 0;

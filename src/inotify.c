@@ -60,6 +60,7 @@ struct kq_inot {
 	int		  in_pwd;
 	uint32_t	  in_pcookie, in_pisdir;
 	int		  in_pending;
+	uint32_t	  in_synced;	/* kq_scanid of the last drain + 1 */
 };
 
 #define IN_READMASK	(IN_MODIFY | IN_ATTRIB)
@@ -377,6 +378,24 @@ kq_inotify_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	}
 	if (in != NULL)
 		flush_pending(kq, in);
+}
+
+/*
+ * Read the events already queued, so that a knote about to be reported
+ * carries every flag of what happened before the kevent() call (FreeBSD
+ * updates knotes synchronously).  At most once per collection.
+ */
+void
+kq_inotify_sync(struct kqueue *kq)
+{
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_INOTIFY];
+	struct kq_inot *in = src->ks_arg;
+
+	if (in == NULL || src->ks_ready == NULL || kq->kq_dead ||
+	    in->in_synced == kq->kq_scanid + 1)
+		return;
+	in->in_synced = kq->kq_scanid + 1;
+	kq_inotify_ready(kq, src, 0);
 }
 
 static void

@@ -229,6 +229,7 @@ extern const struct filterops fd_empty_filtops;
 /* inotify.c: the kqueue's inotify instance (READ on files, VNODE) */
 int		 kq_inotify_watch(struct kqueue *, struct knote *);
 int		 kq_inotify_set(struct kqueue *, struct knote *, uint32_t mask);
+void		 kq_inotify_sync(struct kqueue *);
 void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
 
 /* filt_vnode.c: an inotify event mask, or NOTE_* hint, for a VNODE knote */
