@@ -763,6 +763,31 @@ ev_add_on_reused_number_watches_the_new_file(void **state)
 }
 
 static void
+closed_file_knote_leaves_knotes_of_reused_number_alone(void **state)
+{
+	int kq = kqueue(), fd = make_file("f", "abc"), sv[2];
+	struct kevent ev;
+
+	(void)state;
+	vn_add(kq, fd, EV_CLEAR, NOTE_WRITE);
+	close(fd);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(sv[0], fd);
+	t_change(kq, (uintptr_t)sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	append_file("f", "x");		/* the old file: nothing to report */
+	usleep(50000);
+	t_expect_none(kq);
+	write_all(sv[1], "hi", 2);
+	ev = wait_one(kq);
+	assert_int_equal(ev.ident, (uintptr_t)sv[0]);
+	assert_int_equal(ev.filter, EVFILT_READ);
+	assert_int_equal(ev.data, 2);
+	close(sv[0]);
+	close(sv[1]);
+	close(kq);
+}
+
+static void
 two_descriptors_of_one_file_each_get_their_events(void **state)
 {
 	int kq = kqueue(), a = make_file("f", "abc"), b;
@@ -1034,6 +1059,7 @@ main(void)
 		T(ev_delete_after_close_is_ebadf),
 		T(closed_descriptor_knote_is_dropped_not_reported),
 		T(ev_add_on_reused_number_watches_the_new_file),
+		T(closed_file_knote_leaves_knotes_of_reused_number_alone),
 		T(two_descriptors_of_one_file_each_get_their_events),
 		T(read_growth_and_vnode_share_one_file),
 		T(paper_figure8_file_watcher),
