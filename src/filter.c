@@ -15,6 +15,7 @@ static const struct filterops *const sysfilt_ops[EVFILT_SYSCOUNT] = {
 	[~EVFILT_SIGNAL] = &sig_filtops,
 	[~EVFILT_PROC] = &proc_filtops,
 	[~EVFILT_PROCDESC] = &procdesc_filtops,
+	[~EVFILT_VNODE] = &vnode_filtops,
 };
 
 _Static_assert(sizeof(sysfilt_ops) / sizeof(sysfilt_ops[0]) ==

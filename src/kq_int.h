@@ -139,6 +139,7 @@ struct kqsrc {
 #define KQ_SRC_TIMER	2
 #define KQ_SRC_SIGNAL	3
 #define KQ_SRC_PROC	4
+#define KQ_SRC_MOUNT	5	/* /proc/self/mountinfo (EPOLLPRI) */
 
 /*
  * A kernel descriptor that belongs to one non-descriptor knote (the pidfd
@@ -232,9 +233,15 @@ extern const struct filterops fd_write_filtops;
 extern const struct filterops fd_empty_filtops;
 
 
-/* inotify.c: file growth notification for READ on regular files */
+/* inotify.c: the kqueue's inotify instance (READ on files, VNODE) */
 int		 kq_inotify_watch(struct kqueue *, struct knote *);
+int		 kq_inotify_set(struct kqueue *, struct knote *, uint32_t mask);
+void		 kq_inotify_sync(struct kqueue *);
 void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
+
+/* filt_vnode.c: an inotify event mask, or NOTE_* hint, for a VNODE knote */
+void		 filt_vnode_inotify(struct kqueue *, struct knote *,
+		    uint32_t mask, uint32_t hint);
 
 /* knote.c: internal event sources */
 int		 kq_src_add(struct kqueue *, int slot, int fd,
