@@ -1,7 +1,10 @@
 /*
  * test-threads.c -- concurrency: several threads in kevent() on one
  * kqueue, registration churn against waiting threads, kqueue creation and
- * destruction in parallel, and close(kq) under a blocked kevent().
+ * destruction in parallel, close(kq) under a blocked kevent(), and
+ * EVFILT_USER/EVFILT_TIMER: a trigger from another thread waking a blocked
+ * kevent(), exactly-once delivery of user events and timers to several
+ * waiters.
  *
  * FreeBSD reference: any number of threads may sleep in kevent() on one
  * kqueue; an EV_CLEAR or EV_DISPATCH knote is handed to exactly one
@@ -677,6 +680,231 @@ close_of_kqueue_under_blocked_kevent_is_safe(void **state)
 	close(idle[1]);
 }
 
+/* ------------------------------------------------------------------ */
+/* 6. EVFILT_USER and EVFILT_TIMER across threads                      */
+/* ------------------------------------------------------------------ */
+
+struct ut_ctx {
+	int		 kq;
+	int		 delay_ms;
+	atomic_int	 errors;
+};
+
+static void *
+ut_trigger_thread(void *arg)
+{
+	struct ut_ctx *c = arg;
+	struct kevent ch;
+
+	sleep_ms(c->delay_ms);
+	EV_SET(&ch, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, (void *)0x77);
+	if (kevent(c->kq, &ch, 1, NULL, 0, NULL) != 0)
+		atomic_fetch_add(&c->errors, 1);
+	return NULL;
+}
+
+/* A NOTE_TRIGGER from another thread wakes a kevent() blocked here. */
+static void
+user_trigger_from_other_thread_wakes_blocked_kevent(void **state)
+{
+	static struct ut_ctx c;
+	struct timespec to = { 10, 0 };
+	struct kevent ev;
+	pthread_t th;
+	int64_t t0, t1;
+	int r;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.delay_ms = 100;
+	assert_true((c.kq = kqueue()) >= 0);
+	t_change(c.kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	t0 = now_ms();
+	assert_int_equal(pthread_create(&th, NULL, ut_trigger_thread, &c), 0);
+	r = kevent(c.kq, NULL, 0, &ev, 1, &to);
+	t1 = now_ms();
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&c.errors), 0);
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, 1);
+	assert_int_equal(ev.filter, EVFILT_USER);
+	assert_ptr_equal(ev.udata, (void *)0x77);
+	assert_true(t1 - t0 >= 100);
+	assert_true(t1 - t0 < 5000);	/* woken, not timed out */
+	close(c.kq);
+}
+
+/*
+ * Four threads wait on one kqueue holding EV_CLEAR user events, one-shot
+ * timers and periodic (auto-EV_CLEAR) timers: every user trigger is
+ * delivered once, every one-shot timer once, and the periodic timers'
+ * data adds up to the periods that passed, never more.
+ */
+#define XW_THREADS	4
+#define XW_USERS	8
+#define XW_ROUNDS	200
+#define XW_ONESHOTS	1000
+#define XW_PERIODIC	2
+#define XW_PERIOD_MS	5
+#define XW_TBASE	1000	/* first one-shot timer ident */
+#define XW_PBASE	5000	/* first periodic timer ident */
+
+struct xw_ctx {
+	int		 kq;
+	atomic_int	 stop;
+	atomic_int	 errors;
+	atomic_int	 waiting;
+	atomic_long	 user[XW_USERS];
+	atomic_int	 oneshot[XW_ONESHOTS];
+	atomic_long	 periodic[XW_PERIODIC];
+};
+
+static void *
+xw_thread(void *arg)
+{
+	struct xw_ctx *c = arg;
+	struct timespec to = { 0, 20 * 1000000L };
+
+	atomic_fetch_add(&c->waiting, 1);
+	while (!atomic_load(&c->stop)) {
+		struct kevent ev[8];
+		int n = kevent(c->kq, NULL, 0, ev, 8, &to);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			atomic_fetch_add(&c->errors, 1);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			uintptr_t id = ev[i].ident;
+
+			if (ev[i].flags & EV_ERROR) {
+				atomic_fetch_add(&c->errors, 1);
+			} else if (ev[i].filter == EVFILT_USER && id < XW_USERS) {
+				atomic_fetch_add(&c->user[id], 1);
+			} else if (ev[i].filter == EVFILT_TIMER &&
+			    id >= XW_TBASE && id < XW_TBASE + XW_ONESHOTS &&
+			    ev[i].data == 1) {
+				atomic_fetch_add(&c->oneshot[id - XW_TBASE], 1);
+			} else if (ev[i].filter == EVFILT_TIMER &&
+			    id >= XW_PBASE && id < XW_PBASE + XW_PERIODIC &&
+			    ev[i].data >= 1) {
+				atomic_fetch_add(&c->periodic[id - XW_PBASE],
+				    (long)ev[i].data);
+			} else {
+				atomic_fetch_add(&c->errors, 1);
+			}
+		}
+	}
+	return NULL;
+}
+
+static void
+clear_user_events_and_timers_delivered_once_to_four_waiters(void **state)
+{
+	static struct xw_ctx c;
+	pthread_t th[XW_THREADS];
+	struct kevent ch, ev[16];
+	int64_t t_added0, t_added1, t_end0, t_end1;
+	int timed_out = 0, i, n;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	assert_true((c.kq = kqueue()) >= 0);
+	for (i = 0; i < XW_USERS; i++)
+		t_change(c.kq, (uintptr_t)i, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+	for (i = 0; i < XW_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, xw_thread, &c), 0);
+	while (atomic_load(&c.waiting) < XW_THREADS)
+		sleep_ms(1);
+
+	t_added0 = now_ms();
+	for (i = 0; i < XW_PERIODIC; i++)
+		t_change(c.kq, XW_PBASE + (uintptr_t)i, EVFILT_TIMER, EV_ADD, 0,
+		    XW_PERIOD_MS, NULL);
+	t_added1 = now_ms();
+	/* One-shots spread over about 400 ms, while the triggers run. */
+	for (i = 0; i < XW_ONESHOTS; i++)
+		t_change(c.kq, XW_TBASE + (uintptr_t)i, EVFILT_TIMER,
+		    EV_ADD | EV_ONESHOT, NOTE_USECONDS, 400 * (int64_t)i, NULL);
+
+	for (int r = 0; r < XW_ROUNDS && !timed_out; r++) {
+		int64_t deadline = now_ms() + 5000;
+
+		for (i = 0; i < XW_USERS; i++)
+			t_change(c.kq, (uintptr_t)i, EVFILT_USER, 0, NOTE_TRIGGER,
+			    r, NULL);
+		for (;;) {
+			int done = 1;
+
+			for (i = 0; i < XW_USERS; i++)
+				if (atomic_load(&c.user[i]) < r + 1)
+					done = 0;
+			if (done)
+				break;
+			if (now_ms() > deadline) {
+				timed_out = 1;
+				break;
+			}
+			struct timespec d = { 0, 100000L };
+			nanosleep(&d, NULL);
+		}
+	}
+	/* Every one-shot is due by now + 400 ms; leave time for duplicates. */
+	sleep_ms(600);
+	atomic_store(&c.stop, 1);
+	for (i = 0; i < XW_THREADS; i++)
+		pthread_join(th[i], NULL);
+	/* Collect what the periodic timers counted since, then stop them. */
+	t_end0 = now_ms();
+	n = kevent(c.kq, NULL, 0, ev, 16, &t_zero);
+	t_end1 = now_ms();
+	assert_true(n >= 0);
+	for (int k = 0; k < n; k++) {
+		if (ev[k].filter == EVFILT_TIMER && ev[k].ident >= XW_PBASE &&
+		    ev[k].ident < XW_PBASE + XW_PERIODIC)
+			atomic_fetch_add(&c.periodic[ev[k].ident - XW_PBASE],
+			    (long)ev[k].data);
+		else
+			atomic_fetch_add(&c.errors, 1);
+	}
+	for (i = 0; i < XW_PERIODIC; i++) {
+		EV_SET(&ch, XW_PBASE + (uintptr_t)i, EVFILT_TIMER, EV_DELETE, 0,
+		    0, NULL);
+		assert_int_equal(kevent(c.kq, &ch, 1, NULL, 0, NULL), 0);
+	}
+
+	assert_int_equal(timed_out, 0);
+	assert_int_equal(atomic_load(&c.errors), 0);
+	for (i = 0; i < XW_USERS; i++) {
+		if (atomic_load(&c.user[i]) != XW_ROUNDS)
+			fprintf(stderr, "user %d: %ld deliveries for %d "
+			    "triggers\n", i, atomic_load(&c.user[i]), XW_ROUNDS);
+		assert_int_equal(atomic_load(&c.user[i]), XW_ROUNDS);
+	}
+	for (i = 0; i < XW_ONESHOTS; i++) {
+		if (atomic_load(&c.oneshot[i]) != 1)
+			fprintf(stderr, "one-shot timer %d: %d deliveries\n", i,
+			    atomic_load(&c.oneshot[i]));
+		assert_int_equal(atomic_load(&c.oneshot[i]), 1);
+	}
+	for (i = 0; i < XW_PERIODIC; i++) {
+		long got = atomic_load(&c.periodic[i]);
+		long lo = (long)((t_end0 - t_added1) / XW_PERIOD_MS) - 1;
+		long hi = (long)((t_end1 - t_added0) / XW_PERIOD_MS) + 1;
+
+		if (got < lo || got > hi)
+			fprintf(stderr, "periodic timer %d: %ld expirations, "
+			    "expected %ld..%ld\n", i, got, lo, hi);
+		assert_true(got >= lo);
+		assert_true(got <= hi);
+	}
+	t_expect_none(c.kq);
+	close(c.kq);
+}
+
 int
 main(void)
 {
@@ -686,6 +914,8 @@ main(void)
 		cmocka_unit_test(deleted_knote_never_reported_to_later_kevent),
 		cmocka_unit_test(parallel_kqueue_create_close_with_kevent_elsewhere),
 		cmocka_unit_test(close_of_kqueue_under_blocked_kevent_is_safe),
+		cmocka_unit_test(user_trigger_from_other_thread_wakes_blocked_kevent),
+		cmocka_unit_test(clear_user_events_and_timers_delivered_once_to_four_waiters),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
