@@ -243,9 +243,16 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 			data = listen_backlog(fd);
 		else if (k == K_EVENTFD)
 			data = eventfd_count(fd);
-		else if (k == K_KQUEUE)
+		else if (k == K_KQUEUE) {
 			data = kq_pending(fd);
-		else
+			/*
+			 * The inner set woke for nothing it reports (an
+			 * internal source, e.g. a signal another kqueue
+			 * counts): not an event.
+			 */
+			if (data == 0 && !eof)
+				return 0;
+		} else
 			data = 0;
 	}
 	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&

@@ -92,6 +92,12 @@ sig_source(struct kqueue *kq, int *error)
 	}
 	src->ks_arg = set;
 	src->ks_fini = sig_fini;
+	/*
+	 * The shared eventfd is readable for good once any signal was
+	 * counted, so the set reports it at once after the ADD: take that
+	 * edge now, or the kqueue would look ready with nothing pending.
+	 */
+	(void)kq_absorb(kq);
 	return set;
 }
 

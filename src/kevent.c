@@ -656,46 +656,60 @@ fail:
 }
 
 /*
- * The number of events pending on the kqueue whose descriptor is fd (data
- * of EVFILT_READ on a kqueue).  Events the inner epoll set would hand out
- * only once (edge-triggered registrations) are moved to the inner active
- * list so that counting does not lose them.  Lock order: outer kqueue,
- * then inner (epoll forbids cycles of nested instances).
+ * Take what the kqueue's epoll set has ready without reporting anything:
+ * internal sources are serviced, and events the set would hand out only
+ * once (edge-triggered registrations) are moved to the active list so they
+ * are not lost.  Returns the number of events of level-triggered
+ * registrations seen (still ready in the set).  Called with kq_lock held.
  */
 int64_t
-kq_pending(int fd)
+kq_absorb(struct kqueue *kq)
 {
-	struct kqueue *kq = kq_registry_acquire(fd);
 	struct epoll_event ev[KQ_EPBATCH];
 	struct knote *kn;
 	int64_t count = 0;
 	int r, i;
 
+	if (kq->kq_dead)
+		return 0;
+	r = epoll_wait(kq->kq_fd, ev, KQ_EPBATCH, 0);
+	for (i = 0; i < r; i++) {
+		if (ev[i].data.u64 & KQ_SRCKEY) {
+			kq_src_dispatch(kq, ev[i].data.u64, ev[i].events);
+			continue;
+		}
+		for (kn = knote_fdchain(kq, (int)ev[i].data.u64);
+		    kn != NULL; kn = kn->kn_link) {
+			uint32_t want = kq_epoll_want(kn->kn_filter);
+
+			if (kn->kn_status & (KN_DISABLED | KN_QUEUED) ||
+			    !(ev[i].events & want))
+				continue;
+			if (kn->kn_reg & R_ET)
+				knote_enqueue(kq, kn);
+			else
+				count++;
+		}
+	}
+	return count;
+}
+
+/*
+ * The number of events pending on the kqueue whose descriptor is fd (data
+ * of EVFILT_READ on a kqueue).  Lock order: outer kqueue, then inner
+ * (epoll forbids cycles of nested instances).
+ */
+int64_t
+kq_pending(int fd)
+{
+	struct kqueue *kq = kq_registry_acquire(fd);
+	struct knote *kn;
+	int64_t count;
+
 	if (kq == NULL)
 		return 1;	/* a foreign epoll instance: it is readable */
 	KQ_LOCK(kq);
-	if (!kq->kq_dead) {
-		r = epoll_wait(kq->kq_fd, ev, KQ_EPBATCH, 0);
-		for (i = 0; i < r; i++) {
-			if (ev[i].data.u64 & KQ_SRCKEY) {
-				kq_src_dispatch(kq, ev[i].data.u64,
-				    ev[i].events);
-				continue;
-			}
-			for (kn = knote_fdchain(kq, (int)ev[i].data.u64);
-			    kn != NULL; kn = kn->kn_link) {
-				uint32_t want = kq_epoll_want(kn->kn_filter);
-
-				if (kn->kn_status & (KN_DISABLED | KN_QUEUED) ||
-				    !(ev[i].events & want))
-					continue;
-				if (kn->kn_reg & R_ET)
-					knote_enqueue(kq, kn);
-				else
-					count++;
-			}
-		}
-	}
+	count = kq_absorb(kq);
 	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
 		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))
 			count++;

@@ -219,6 +219,7 @@ void		 kq_free_all(struct kqueue *);
 /* kevent.c */
 int		 kq_register(struct kqueue *, struct kevent *);
 int64_t		 kq_pending(int fd);
+int64_t		 kq_absorb(struct kqueue *);
 
 /* filter.c */
 const struct filterops *filter_lookup(int filter);

@@ -61,6 +61,12 @@ struct sigslot {
 };
 
 static struct sigslot	sig_tab[KQ_NSIG];
+/*
+ * Set when the first knote on a signal is added while the signal is
+ * already pending (blocked): that delivery was generated before any knote
+ * existed, and FreeBSD would not count it, so the handler lets it pass.
+ */
+static _Atomic int	sig_skip[KQ_NSIG];
 _Atomic uint64_t	kq_sig_gen[KQ_NSIG];
 static pthread_mutex_t	sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int	sig_evfd = -1;
@@ -217,8 +223,10 @@ kq_sig_handler(int signo, siginfo_t *si, void *uc)
 
 	if (signo <= 0 || signo >= KQ_NSIG)
 		return;
-	atomic_fetch_add(&kq_sig_gen[signo], 1);
-	sig_ring();
+	if (!atomic_exchange(&sig_skip[signo], 0)) {
+		atomic_fetch_add(&kq_sig_gen[signo], 1);
+		sig_ring();
+	}
 	h = atomic_load(&sig_tab[signo].app_handler);
 	flags = atomic_load(&sig_tab[signo].app_flags);
 	if (h == (uintptr_t)SIG_IGN) {
@@ -301,6 +309,10 @@ kq_sig_watch(int signo)
 
 	sig_lock_all(&old);
 	if (s->watchers == 0) {
+		sigset_t pend;
+
+		atomic_store(&sig_skip[signo], sigpending(&pend) == 0 &&
+		    sigismember(&pend, signo) == 1);
 		if (__sigaction(signo, NULL, &s->app) != 0)
 			e = errno;
 		else if (sig_install(signo) != 0)
@@ -321,6 +333,7 @@ kq_sig_unwatch(int signo)
 
 	sig_lock_all(&old);
 	if (s->watchers > 0 && --s->watchers == 0) {
+		atomic_store(&sig_skip[signo], 0);
 		sig_sync_reset(signo);
 		__sigaction(signo, &s->app, NULL);
 		s->hooked = 0;
