@@ -905,6 +905,276 @@ clear_user_events_and_timers_delivered_once_to_four_waiters(void **state)
 	close(c.kq);
 }
 
+/* ------------------------------------------------------------------ */
+/* 7. EVFILT_SIGNAL with several threads                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * FreeBSD records a signal when it is generated, for the process, whether
+ * it is directed at the process (kill) or at one thread (pthread_kill),
+ * and whichever thread the kernel picks to take it.  Handlers only touch
+ * atomics; the main thread asserts.
+ */
+
+static atomic_int sg_hits;		/* handler runs */
+static atomic_int sg_hits_target;	/* ... in the designated thread */
+static atomic_int sg_hits_blocked;	/* ... in a thread that blocks it */
+static _Thread_local int sg_is_target;
+static _Thread_local int sg_blocks;
+
+static void
+sg_handler(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&sg_hits, 1);
+	if (sg_is_target)
+		atomic_fetch_add(&sg_hits_target, 1);
+	if (sg_blocks)
+		atomic_fetch_add(&sg_hits_blocked, 1);
+}
+
+static void
+sg_reset(void)
+{
+	atomic_store(&sg_hits, 0);
+	atomic_store(&sg_hits_target, 0);
+	atomic_store(&sg_hits_blocked, 0);
+}
+
+static void
+sg_set(int sig, void (*h)(int), struct sigaction *old)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(sig, &sa, old), 0);
+}
+
+/* Block (how = SIG_BLOCK) or unblock sig in the calling thread. */
+static void
+sg_mask(int how, int sig, sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	assert_int_equal(pthread_sigmask(how, &set, old), 0);
+}
+
+/* Wait (at most ~5 s) until *v reaches want; returns the value. */
+static int
+sg_wait_for(atomic_int *v, int want)
+{
+	int i;
+
+	for (i = 0; i < 5000 && atomic_load(v) < want; i++)
+		sleep_ms(1);
+	return atomic_load(v);
+}
+
+struct sg_worker {
+	pthread_t	 thr;
+	int		 block;		/* block SIGUSR1 in this thread */
+	int		 target;	/* mark as the designated thread */
+	int		 raise_after_ms; /* > 0: raise(SIGUSR1) then */
+	atomic_int	*stop;
+	atomic_int	*ready;
+	int		 err;
+};
+
+static void *
+sg_worker_main(void *arg)
+{
+	struct sg_worker *w = arg;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	if (pthread_sigmask(w->block ? SIG_BLOCK : SIG_UNBLOCK, &set,
+	    NULL) != 0)
+		w->err = 1;
+	sg_is_target = w->target;
+	sg_blocks = w->block;
+	atomic_fetch_add(w->ready, 1);
+	if (w->raise_after_ms > 0) {
+		sleep_ms(w->raise_after_ms);
+		if (raise(SIGUSR1) != 0)
+			w->err = 2;
+	}
+	while (!atomic_load(w->stop))
+		sleep_ms(1);
+	return NULL;
+}
+
+static void
+sg_start(struct sg_worker *w, atomic_int *stop, atomic_int *ready)
+{
+	w->stop = stop;
+	w->ready = ready;
+	w->err = 0;
+	assert_int_equal(pthread_create(&w->thr, NULL, sg_worker_main, w), 0);
+}
+
+/* A signal sent to one other thread with pthread_kill() is counted. */
+static void
+thread_directed_signal_is_counted_whatever_the_disposition(void **state)
+{
+	struct timespec to = { 5, 0 };
+	struct sigaction old;
+	struct kevent ev;
+	int kq, mode, r;
+
+	(void)state;
+	assert_int_equal(sigaction(SIGUSR1, NULL, &old), 0);
+	for (mode = 0; mode < 2; mode++) {
+		struct sg_worker w;
+		atomic_int stop, ready;
+
+		sg_reset();
+		atomic_init(&stop, 0);
+		atomic_init(&ready, 0);
+		sg_set(SIGUSR1, mode == 0 ? sg_handler : SIG_IGN, NULL);
+		assert_true((kq = kqueue()) >= 0);
+		t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+		memset(&w, 0, sizeof(w));
+		w.target = 1;
+		sg_start(&w, &stop, &ready);
+		sg_wait_for(&ready, 1);
+		assert_int_equal(pthread_kill(w.thr, SIGUSR1), 0);
+		r = kevent(kq, NULL, 0, &ev, 1, &to);
+		if (mode == 0)
+			sg_wait_for(&sg_hits, 1);
+		atomic_store(&stop, 1);
+		assert_int_equal(pthread_join(w.thr, NULL), 0);
+		assert_int_equal(w.err, 0);
+		assert_int_equal(r, 1);
+		assert_int_equal(ev.ident, SIGUSR1);
+		assert_int_equal(ev.data, 1);
+		assert_int_equal(atomic_load(&sg_hits), mode == 0 ? 1 : 0);
+		assert_int_equal(atomic_load(&sg_hits_target), mode == 0);
+		t_expect_none(kq);
+		close(kq);
+	}
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+}
+
+#define SG_THREADS	8
+#define SG_KILLS	64
+
+/*
+ * kill() of the process with 8 threads, half of them (and the main
+ * thread) blocking the signal: the kernel picks a thread, and every kill
+ * is counted.  Each kill waits for the handler to run before the next, so
+ * standard signals never coalesce.
+ */
+static void
+process_directed_signals_to_eight_threads_are_all_counted(void **state)
+{
+	struct sg_worker w[SG_THREADS];
+	atomic_int stop, ready;
+	struct sigaction old;
+	sigset_t omask;
+	struct kevent ev;
+	int kq, i, n, acked = 0;
+
+	(void)state;
+	sg_reset();
+	atomic_init(&stop, 0);
+	atomic_init(&ready, 0);
+	sg_set(SIGUSR1, sg_handler, &old);
+	sg_mask(SIG_BLOCK, SIGUSR1, &omask);
+	sg_blocks = 1;
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < SG_THREADS; i++) {
+		w[i].block = i % 2;
+		sg_start(&w[i], &stop, &ready);
+	}
+	sg_wait_for(&ready, SG_THREADS);
+	for (i = 1; i <= SG_KILLS; i++) {
+		if (kill(getpid(), SIGUSR1) != 0)
+			break;
+		acked = sg_wait_for(&sg_hits, i);
+		if (acked != i)
+			break;
+	}
+	n = t_poll(kq, &ev, 1);
+	atomic_store(&stop, 1);
+	for (i = 0; i < SG_THREADS; i++) {
+		assert_int_equal(pthread_join(w[i].thr, NULL), 0);
+		assert_int_equal(w[i].err, 0);
+	}
+	sg_blocks = 0;
+	close(kq);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &omask, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+
+	assert_int_equal(acked, SG_KILLS);
+	assert_int_equal(atomic_load(&sg_hits_blocked), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ev.ident, SIGUSR1);
+	assert_int_equal(ev.data, SG_KILLS);
+}
+
+/*
+ * A kevent() sleeping in a thread that blocks the signal is woken when the
+ * signal is delivered to another thread, and returns the event (the
+ * handler ran elsewhere, so this thread is not interrupted).
+ */
+static void
+kevent_blocked_in_one_thread_is_woken_by_signal_to_another(void **state)
+{
+	struct timespec to = { 10, 0 };
+	struct sigaction old;
+	sigset_t omask;
+	int kq, mode;
+
+	(void)state;
+	assert_int_equal(sigaction(SIGUSR1, NULL, &old), 0);
+	sg_mask(SIG_BLOCK, SIGUSR1, &omask);
+	for (mode = 0; mode < 2; mode++) {
+		struct sg_worker w;
+		atomic_int stop, ready;
+		struct kevent ev;
+		int64_t t0, elapsed;
+		int r, err;
+
+		sg_reset();
+		atomic_init(&stop, 0);
+		atomic_init(&ready, 0);
+		sg_set(SIGUSR1, mode == 0 ? sg_handler : SIG_IGN, NULL);
+		assert_true((kq = kqueue()) >= 0);
+		t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+		memset(&w, 0, sizeof(w));
+		w.target = 1;
+		w.raise_after_ms = 100;
+		sg_start(&w, &stop, &ready);
+		t0 = now_ms();
+		r = kevent(kq, NULL, 0, &ev, 1, &to);
+		err = errno;
+		elapsed = now_ms() - t0;
+		if (mode == 0)
+			sg_wait_for(&sg_hits, 1);
+		atomic_store(&stop, 1);
+		assert_int_equal(pthread_join(w.thr, NULL), 0);
+		close(kq);
+		assert_int_equal(w.err, 0);
+		if (r < 0)
+			fprintf(stderr, "kevent: %s\n", strerror(err));
+		assert_int_equal(r, 1);
+		assert_int_equal(ev.ident, SIGUSR1);
+		assert_int_equal(ev.data, 1);
+		assert_true(elapsed < 5000);
+		assert_int_equal(atomic_load(&sg_hits_target), mode == 0);
+	}
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &omask, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+}
+
 int
 main(void)
 {
@@ -916,6 +1186,9 @@ main(void)
 		cmocka_unit_test(close_of_kqueue_under_blocked_kevent_is_safe),
 		cmocka_unit_test(user_trigger_from_other_thread_wakes_blocked_kevent),
 		cmocka_unit_test(clear_user_events_and_timers_delivered_once_to_four_waiters),
+		cmocka_unit_test(thread_directed_signal_is_counted_whatever_the_disposition),
+		cmocka_unit_test(process_directed_signals_to_eight_threads_are_all_counted),
+		cmocka_unit_test(kevent_blocked_in_one_thread_is_woken_by_signal_to_another),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,1293 @@
+/*
+ * test-signal.c -- EVFILT_SIGNAL.
+ *
+ * FreeBSD reference (kern_sig.c, kern_event.c, kqueue(2)): ident is the
+ * signal number, data the number of times the signal was generated since
+ * the last retrieval, EV_CLEAR is forced on.  A signal is recorded
+ * whatever its disposition (handler, SIG_DFL, SIG_IGN) except an ignored
+ * SIGCHLD, and recording it changes nothing about its normal delivery:
+ * the handler still runs, the default action is still taken, a blocked
+ * signal stays pending.  Registering a knote does not change the
+ * disposition or any thread's signal mask.
+ *
+ * Each test restores the dispositions and the mask it changed (teardown),
+ * and tests whose signal would terminate the process run in a fork child.
+ * Tests use only <sys/event.h> and POSIX, so they also run on FreeBSD.
+ */
+#include "helpers.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+/* ------------------------------------------------------------------ */
+/* Bookkeeping: descriptors, dispositions and the mask are restored by */
+/* the teardown, also when an assertion fails half way.                */
+
+#define MAX_FDS 32
+static int open_fds[MAX_FDS];
+static int n_open_fds;
+
+static const int used_sigs[] = {
+	SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH, SIGURG, SIGCHLD, SIGTERM, SIGALRM,
+};
+#define N_USED	(int)(sizeof(used_sigs) / sizeof(used_sigs[0]))
+static struct sigaction saved_sa[N_USED];
+static sigset_t saved_mask;
+
+static volatile sig_atomic_t hits[NSIG];
+
+static int
+setup(void **state)
+{
+	int i;
+
+	(void)state;
+	for (i = 0; i < N_USED; i++)
+		assert_int_equal(sigaction(used_sigs[i], NULL, &saved_sa[i]), 0);
+	assert_int_equal(sigprocmask(SIG_SETMASK, NULL, &saved_mask), 0);
+	memset((void *)hits, 0, sizeof(hits));
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct sigaction ign;
+	int i;
+
+	(void)state;
+	alarm(0);
+	while (n_open_fds > 0)
+		close(open_fds[--n_open_fds]);
+	/* Discard anything a failed test left pending, then restore. */
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	for (i = 0; i < N_USED; i++)
+		if (used_sigs[i] != SIGCHLD)
+			sigaction(used_sigs[i], &ign, NULL);
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+	for (i = 0; i < N_USED; i++)
+		sigaction(used_sigs[i], &saved_sa[i], NULL);
+	return 0;
+}
+
+static int
+track(int fd)
+{
+	if (fd < 0)
+		fprintf(stderr, "open failed: %s\n", strerror(errno));
+	assert_true(fd >= 0);
+	assert_true(n_open_fds < MAX_FDS);
+	open_fds[n_open_fds++] = fd;
+	return fd;
+}
+
+static void
+close_now(int fd)
+{
+	int i;
+
+	for (i = 0; i < n_open_fds; i++) {
+		if (open_fds[i] == fd) {
+			open_fds[i] = open_fds[--n_open_fds];
+			break;
+		}
+	}
+	assert_int_equal(close(fd), 0);
+}
+
+static int
+new_kq(void)
+{
+	return track(kqueue());
+}
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+
+static void
+on_hit(int sig)
+{
+	if (sig > 0 && sig < NSIG)
+		hits[sig]++;
+}
+
+static void
+on_hit2(int sig)
+{
+	if (sig > 0 && sig < NSIG)
+		hits[sig] += 100;
+}
+
+static void
+on_hit_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	on_hit(sig);
+}
+
+static void
+on_alarm(int sig)
+{
+	hits[sig]++;
+}
+
+/* SIGALRM without SA_RESTART: a hang becomes EINTR and a failure. */
+static void
+watchdog(unsigned seconds)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(seconds);
+}
+
+static void
+set_disp(int sig, void (*h)(int), int flags)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(sig, &sa, NULL), 0);
+}
+
+static void
+watch(int kq, int sig)
+{
+	t_change(kq, (uintptr_t)sig, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+}
+
+static void
+unwatch(int kq, int sig)
+{
+	t_change(kq, (uintptr_t)sig, EVFILT_SIGNAL, EV_DELETE, 0, 0, NULL);
+}
+
+static void
+kill_self(int sig, int times)
+{
+	while (times-- > 0)
+		assert_int_equal(kill(getpid(), sig), 0);
+}
+
+/* Exactly one pending event: signal sig counted `count` times. */
+static struct kevent
+expect_sig(int kq, int sig, int64_t count)
+{
+	struct kevent ev = t_expect_one(kq);
+
+	assert_int_equal(ev.ident, (uintptr_t)sig);
+	assert_int_equal(ev.filter, EVFILT_SIGNAL);
+	assert_int_equal(ev.data, count);
+	assert_true(ev.flags & EV_CLEAR);
+	assert_false(ev.flags & EV_ERROR);
+	return ev;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec d = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&d, &d) != 0 && errno == EINTR)
+		;
+}
+
+/* waitpid() retrying EINTR; returns the status. */
+static int
+wait_child(pid_t pid)
+{
+	int st = 0;
+	pid_t r;
+
+	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	assert_int_equal(r, pid);
+	return st;
+}
+
+/* The parts of a disposition POSIX defines. */
+#define POSIX_SA_FLAGS	(SA_SIGINFO | SA_RESTART | SA_NODEFER | \
+	SA_RESETHAND | SA_ONSTACK | SA_NOCLDSTOP | SA_NOCLDWAIT)
+
+static void
+assert_same_mask(const sigset_t *a, const sigset_t *b)
+{
+	int s;
+
+	for (s = 1; s < NSIG; s++) {
+		if (sigismember(a, s) != sigismember(b, s))
+			fprintf(stderr, "masks differ at signal %d\n", s);
+		assert_int_equal(sigismember(a, s), sigismember(b, s));
+	}
+}
+
+static int
+handler_of(const struct sigaction *sa, uintptr_t *h)
+{
+	*h = (sa->sa_flags & SA_SIGINFO) ? (uintptr_t)sa->sa_sigaction :
+	    (uintptr_t)sa->sa_handler;
+	return 0;
+}
+
+/* a and b describe the same disposition; exact: compare every flag bit. */
+static void
+assert_same_disp(const struct sigaction *a, const struct sigaction *b,
+    int exact)
+{
+	uintptr_t ha, hb;
+	int fmask = exact ? ~0 : (int)(POSIX_SA_FLAGS);
+
+	handler_of(a, &ha);
+	handler_of(b, &hb);
+	assert_true(ha == hb);
+	assert_int_equal(a->sa_flags & fmask, b->sa_flags & fmask);
+	assert_same_mask(&a->sa_mask, &b->sa_mask);
+}
+
+/* ------------------------------------------------------------------ */
+/* Counting under every disposition                                    */
+
+/* The paper's Figure 7: EV_ADD of SIGHUP, then signal(SIGHUP, SIG_IGN). */
+static void
+figure7_sighup_ignored_after_add_counts_every_kill(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	watch(kq, SIGHUP);
+	assert_true(signal(SIGHUP, SIG_IGN) != SIG_ERR);
+	kill_self(SIGHUP, 3);
+	expect_sig(kq, SIGHUP, 3);
+	t_expect_none(kq);
+}
+
+static void
+signal_ignored_before_add_is_counted(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(kq, SIGUSR1);
+	kill_self(SIGUSR1, 2);
+	expect_sig(kq, SIGUSR1, 2);
+	t_expect_none(kq);
+}
+
+static void
+handler_runs_once_per_kill_and_each_kill_is_counted(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, on_hit, SA_RESTART);
+	watch(kq, SIGUSR1);
+	kill_self(SIGUSR1, 1);
+	assert_int_equal(hits[SIGUSR1], 1);
+	kill_self(SIGUSR1, 1);
+	assert_int_equal(hits[SIGUSR1], 2);
+	kill_self(SIGUSR1, 1);
+	assert_int_equal(hits[SIGUSR1], 3);
+	expect_sig(kq, SIGUSR1, 3);
+	t_expect_none(kq);
+}
+
+/* A handler installed while the signal is watched is the one that runs. */
+static void
+handler_installed_while_watched_runs_and_is_counted(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	watch(kq, SIGUSR2);
+	assert_true(signal(SIGUSR2, on_hit) != SIG_ERR);
+	kill_self(SIGUSR2, 2);
+	assert_int_equal(hits[SIGUSR2], 2);
+	assert_true(signal(SIGUSR2, on_hit2) == on_hit);
+	kill_self(SIGUSR2, 1);
+	assert_int_equal(hits[SIGUSR2], 102);
+	expect_sig(kq, SIGUSR2, 3);
+}
+
+static void
+default_disposition_of_default_ignored_signals_is_counted(void **state)
+{
+	int kq = new_kq();
+	struct kevent ev[3];
+	int n, i, winch = 0, urg = 0;
+
+	(void)state;
+	set_disp(SIGWINCH, SIG_DFL, 0);
+	set_disp(SIGURG, SIG_DFL, 0);
+	watch(kq, SIGWINCH);
+	watch(kq, SIGURG);
+	kill_self(SIGWINCH, 2);
+	kill_self(SIGURG, 1);
+	n = t_poll(kq, ev, 3);
+	assert_int_equal(n, 2);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(ev[i].filter, EVFILT_SIGNAL);
+		if (ev[i].ident == SIGWINCH)
+			winch = (int)ev[i].data;
+		else if (ev[i].ident == SIGURG)
+			urg = (int)ev[i].data;
+	}
+	assert_int_equal(winch, 2);
+	assert_int_equal(urg, 1);
+}
+
+/*
+ * Child: watch sig with SIG_DFL (set before EV_ADD, or after from
+ * SIG_IGN), kill itself.  Exits 0 only if it survived.
+ */
+static void
+child_watch_and_kill(int sig, int dfl_after_add)
+{
+	int kq = kqueue();
+
+	if (kq < 0)
+		_exit(10);
+	if (dfl_after_add) {
+		if (signal(sig, SIG_IGN) == SIG_ERR)
+			_exit(11);
+	} else if (signal(sig, SIG_DFL) == SIG_ERR)
+		_exit(11);
+	{
+		struct kevent kev;
+
+		EV_SET(&kev, sig, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+		if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0)
+			_exit(12);
+	}
+	if (dfl_after_add && signal(sig, SIG_DFL) != SIG_IGN)
+		_exit(13);
+	kill(getpid(), sig);
+	_exit(0);
+}
+
+static void
+default_terminating_signal_still_kills_a_watching_process(void **state)
+{
+	static const int sigs[] = { SIGTERM, SIGUSR1 };
+	int i, after, st;
+	pid_t pid;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		for (after = 0; after < 2; after++) {
+			pid = fork();
+			assert_true(pid >= 0);
+			if (pid == 0)
+				child_watch_and_kill(sigs[i], after);
+			st = wait_child(pid);
+			if (!WIFSIGNALED(st))
+				fprintf(stderr, "sig %d after=%d: status %#x\n",
+				    sigs[i], after, st);
+			assert_true(WIFSIGNALED(st));
+			assert_int_equal(WTERMSIG(st), sigs[i]);
+		}
+	}
+}
+
+static volatile sig_atomic_t info_signo, info_code;
+static volatile pid_t info_pid;
+
+static void
+on_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	hits[sig]++;
+	info_signo = si->si_signo;
+	info_code = si->si_code;
+	info_pid = si->si_pid;
+}
+
+static void
+siginfo_handler_receives_signo_and_sender_pid(void **state)
+{
+	struct sigaction sa;
+	int kq = new_kq();
+	pid_t pid;
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_info;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	watch(kq, SIGUSR1);
+
+	kill_self(SIGUSR1, 1);
+	assert_int_equal(hits[SIGUSR1], 1);
+	assert_int_equal(info_signo, SIGUSR1);
+	assert_int_equal(info_code, SI_USER);
+	assert_int_equal(info_pid, getpid());
+	expect_sig(kq, SIGUSR1, 1);
+
+	/* Sent by another process: si_pid names the sender. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		kill(getppid(), SIGUSR1);
+		_exit(0);
+	}
+	/* Generated before the child exited: delivered by now. */
+	wait_child(pid);
+	expect_sig(kq, SIGUSR1, 1);
+	assert_int_equal(hits[SIGUSR1], 2);
+	assert_int_equal(info_signo, SIGUSR1);
+	assert_int_equal(info_code, SI_USER);
+	assert_int_equal(info_pid, pid);
+}
+
+/* ------------------------------------------------------------------ */
+/* Dispositions and masks as the application sees them                 */
+
+static void
+sigaction_while_watched_reports_application_disposition(void **state)
+{
+	struct sigaction sa, cur, old;
+	int kq = new_kq();
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_hit;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR2);
+	sigaddset(&sa.sa_mask, SIGHUP);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	watch(kq, SIGUSR1);
+
+	assert_int_equal(sigaction(SIGUSR1, NULL, &cur), 0);
+	assert_same_disp(&cur, &sa, 0);
+
+	/* Replacing it returns the application's, not kq's, handler. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_true(old.sa_handler == on_hit);
+	assert_true(old.sa_flags & SA_RESTART);
+	assert_false(old.sa_flags & SA_SIGINFO);
+	assert_true(sigismember(&old.sa_mask, SIGUSR2));
+	assert_true(sigismember(&old.sa_mask, SIGHUP));
+	assert_false(sigismember(&old.sa_mask, SIGTERM));
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_hit_info;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_true(old.sa_handler == SIG_IGN);
+	assert_int_equal(sigaction(SIGUSR1, NULL, &cur), 0);
+	assert_true(cur.sa_flags & SA_SIGINFO);
+	assert_true(cur.sa_sigaction == on_hit_info);
+
+	assert_true(signal(SIGUSR1, SIG_DFL) != SIG_ERR);
+	assert_int_equal(sigaction(SIGUSR1, NULL, &cur), 0);
+	assert_true(cur.sa_handler == SIG_DFL);
+	assert_false(cur.sa_flags & SA_SIGINFO);
+}
+
+/* Set a disposition, read it back, EV_ADD + EV_DELETE, compare. */
+static void
+check_delete_restores(int sig, const struct sigaction *sa)
+{
+	struct sigaction before, after;
+	int kq = new_kq();
+
+	assert_int_equal(sigaction(sig, sa, NULL), 0);
+	assert_int_equal(sigaction(sig, NULL, &before), 0);
+	watch(kq, sig);
+	kill_self(sig, 1);
+	expect_sig(kq, sig, 1);
+	unwatch(kq, sig);
+	assert_int_equal(sigaction(sig, NULL, &after), 0);
+	assert_same_disp(&before, &after, 1);
+	close_now(kq);
+}
+
+static void
+delete_restores_exact_disposition_ign_dfl_and_handler(void **state)
+{
+	struct sigaction sa;
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	check_delete_restores(SIGUSR1, &sa);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	check_delete_restores(SIGWINCH, &sa);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_hit;
+	sa.sa_flags = SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR1);
+	sigaddset(&sa.sa_mask, SIGTERM);
+	check_delete_restores(SIGUSR2, &sa);
+	assert_int_equal(hits[SIGUSR2], 1);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_hit_info;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGHUP);
+	check_delete_restores(SIGUSR1, &sa);
+	assert_int_equal(hits[SIGUSR1], 1);
+}
+
+/* A disposition set while watched is the one in force after EV_DELETE. */
+static void
+disposition_set_while_watched_is_in_force_after_delete(void **state)
+{
+	struct sigaction sa, ref, after;
+	int kq = new_kq();
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_hit;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGHUP);
+	/* What the kernel reports for it when nothing watches the signal. */
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, NULL, &ref), 0);
+	set_disp(SIGUSR1, SIG_IGN, 0);
+
+	watch(kq, SIGUSR1);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	unwatch(kq, SIGUSR1);
+	assert_int_equal(sigaction(SIGUSR1, NULL, &after), 0);
+	assert_same_disp(&ref, &after, 1);
+	kill_self(SIGUSR1, 1);
+	assert_int_equal(hits[SIGUSR1], 1);
+	t_expect_none(kq);
+}
+
+static void
+add_and_delete_leave_the_thread_mask_unchanged(void **state)
+{
+	sigset_t block, m0, m1, m2;
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	set_disp(SIGUSR2, SIG_IGN, 0);
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	sigaddset(&block, SIGTERM);
+	assert_int_equal(pthread_sigmask(SIG_BLOCK, &block, NULL), 0);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &m0), 0);
+	watch(kq, SIGUSR1);
+	watch(kq, SIGUSR2);
+	watch(kq, SIGHUP);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &m1), 0);
+	assert_same_mask(&m0, &m1);
+	kill_self(SIGUSR1, 1);
+	expect_sig(kq, SIGUSR1, 1);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &m1), 0);
+	assert_same_mask(&m0, &m1);
+	unwatch(kq, SIGUSR1);
+	unwatch(kq, SIGUSR2);
+	unwatch(kq, SIGHUP);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, NULL, &m2), 0);
+	assert_same_mask(&m0, &m2);
+	assert_true(sigismember(&m2, SIGUSR2));
+	assert_false(sigismember(&m2, SIGUSR1));
+}
+
+/*
+ * A signal generated while blocked stays pending: kqueue does not consume
+ * it, sigtimedwait() still gets it, and no handler runs.  FreeBSD counts
+ * it at generation (kqueue_peek_signal.c blocks the signal).  On Linux kq
+ * counts deliveries, so a signal that is blocked and then taken by
+ * sigtimedwait() is not counted: kevent.2, LINUX NOTES, documents it, and
+ * this test pins that documented behaviour there.
+ */
+static void
+blocked_signal_stays_pending_for_sigtimedwait(void **state)
+{
+	struct timespec to = { 1, 0 };
+	struct kevent ev[2];
+	sigset_t set;
+	int kq = new_kq(), n, got;
+
+	(void)state;
+	set_disp(SIGUSR1, on_hit, 0);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	assert_int_equal(sigprocmask(SIG_BLOCK, &set, NULL), 0);
+	watch(kq, SIGUSR1);
+	kill_self(SIGUSR1, 1);
+	n = kevent(kq, NULL, 0, ev, 2, &t_zero);
+	got = sigtimedwait(&set, NULL, &to);
+	/* Restore before asserting: nothing is left pending either way. */
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	assert_int_equal(sigprocmask(SIG_UNBLOCK, &set, NULL), 0);
+
+	assert_int_equal(got, SIGUSR1);
+	assert_int_equal(hits[SIGUSR1], 0);
+#ifdef __linux__
+	assert_int_equal(n, 0);		/* counted at delivery only */
+	t_expect_none(kq);
+#else
+	assert_int_equal(n, 1);
+	assert_int_equal(ev[0].ident, SIGUSR1);
+	assert_int_equal(ev[0].data, 1);
+#endif
+}
+
+/*
+ * A signal pending (blocked) from before EV_ADD reaches the application's
+ * handler when unblocked, and is not counted: it was generated before the
+ * knote existed.
+ */
+static void
+signal_pending_before_add_reaches_handler_and_is_not_counted(void **state)
+{
+	sigset_t set;
+	int kq = new_kq(), n, h;
+	struct kevent ev;
+
+	(void)state;
+	set_disp(SIGUSR1, on_hit, SA_RESTART);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	assert_int_equal(sigprocmask(SIG_BLOCK, &set, NULL), 0);
+	kill_self(SIGUSR1, 1);
+	watch(kq, SIGUSR1);
+	assert_int_equal(hits[SIGUSR1], 0);
+	assert_int_equal(sigprocmask(SIG_UNBLOCK, &set, NULL), 0);
+	h = hits[SIGUSR1];
+	n = t_poll(kq, &ev, 1);
+	assert_int_equal(h, 1);
+	if (n != 0)
+		fprintf(stderr, "pre-registration signal counted: data %jd\n",
+		    (intmax_t)ev.data);
+	assert_int_equal(n, 0);
+	/* Signals after registration are counted. */
+	kill_self(SIGUSR1, 1);
+	expect_sig(kq, SIGUSR1, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* SIGCHLD                                                             */
+
+static void
+ignored_sigchld_is_not_counted_and_children_are_reaped(void **state)
+{
+	int kq = new_kq(), order, st;
+	pid_t pid, r;
+
+	(void)state;
+	for (order = 0; order < 2; order++) {
+		if (order == 0) {
+			set_disp(SIGCHLD, SIG_IGN, 0);
+			watch(kq, SIGCHLD);
+		} else {
+			set_disp(SIGCHLD, SIG_DFL, 0);
+			watch(kq, SIGCHLD);
+			set_disp(SIGCHLD, SIG_IGN, 0);
+		}
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(0);
+		/* Blocks until the child is gone, then: no such child. */
+		while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+			;
+		assert_int_equal(r, -1);
+		assert_int_equal(errno, ECHILD);
+		t_expect_none(kq);
+		unwatch(kq, SIGCHLD);
+	}
+}
+
+static void
+sigchld_with_handler_or_default_is_counted(void **state)
+{
+	struct timespec to = { 5, 0 };
+	struct kevent ev;
+	int kq = new_kq(), i, st;
+	pid_t pid;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		set_disp(SIGCHLD, i == 0 ? SIG_DFL : on_hit, SA_RESTART);
+		watch(kq, SIGCHLD);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(7);
+		st = wait_child(pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 7);
+		assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &to), 1);
+		assert_int_equal(ev.ident, SIGCHLD);
+		assert_int_equal(ev.data, 1);
+		t_expect_none(kq);
+		assert_int_equal(hits[SIGCHLD], i);
+		unwatch(kq, SIGCHLD);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Validation                                                          */
+
+/* One EV_ADD for ident; returns the EV_ERROR entry's data (0 if none). */
+static int64_t
+add_error(int kq, uintptr_t ident)
+{
+	struct kevent ch, ev;
+	int r;
+
+	EV_SET(&ch, ident, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	r = kevent(kq, &ch, 1, &ev, 1, &t_zero);
+	assert_int_equal(r, 1);
+	assert_true(ev.flags & EV_ERROR);
+	assert_int_equal(ev.ident, ident);
+	assert_int_equal(ev.filter, EVFILT_SIGNAL);
+	return ev.data;
+}
+
+#ifdef __linux__
+/*
+ * FreeBSD's filt_sigattach accepts any ident (a knote on SIGKILL or on an
+ * unknown number simply never fires).  On Linux neither SIGKILL nor
+ * SIGSTOP can be observed, and kq refuses what it cannot count.
+ */
+static void
+sigkill_and_sigstop_are_rejected_with_einval(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	assert_int_equal(add_error(kq, SIGKILL), EINVAL);
+	assert_int_equal(add_error(kq, SIGSTOP), EINVAL);
+	t_expect_none(kq);
+}
+
+static void
+signal_zero_and_numbers_above_64_are_rejected_with_einval(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	assert_int_equal(add_error(kq, 0), EINVAL);
+	assert_int_equal(add_error(kq, 65), EINVAL);
+	assert_int_equal(add_error(kq, 1000), EINVAL);
+	assert_int_equal(add_error(kq, (uintptr_t)-1), EINVAL);
+	t_expect_none(kq);
+}
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Counting and flags                                                  */
+
+static void
+data_counts_deliveries_since_last_retrieval(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(kq, SIGUSR1);
+	t_expect_none(kq);
+	kill_self(SIGUSR1, 2);
+	expect_sig(kq, SIGUSR1, 2);
+	t_expect_none(kq);
+	kill_self(SIGUSR1, 1);
+	expect_sig(kq, SIGUSR1, 1);
+	t_expect_none(kq);
+}
+
+static void
+disabled_knote_reports_the_count_on_enable(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(kq, SIGUSR1);
+	t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_DISABLE, 0, 0, NULL);
+	kill_self(SIGUSR1, 2);
+	t_expect_none(kq);
+	t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_ENABLE, 0, 0, NULL);
+	expect_sig(kq, SIGUSR1, 2);
+	t_expect_none(kq);
+}
+
+static void
+oneshot_reports_once_then_the_knote_is_gone(void **state)
+{
+	struct kevent ch, ev;
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_ADD | EV_ONESHOT, 0, 0,
+	    (void *)0x51);
+	kill_self(SIGUSR1, 2);
+	ev = expect_sig(kq, SIGUSR1, 2);
+	assert_true(ev.flags & EV_ONESHOT);
+	assert_ptr_equal(ev.udata, (void *)0x51);
+	kill_self(SIGUSR1, 1);
+	t_expect_none(kq);
+	EV_SET(&ch, SIGUSR1, EVFILT_SIGNAL, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
+static void
+dispatch_disables_after_delivery_and_enable_reports_the_rest(void **state)
+{
+	struct kevent ev;
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	kill_self(SIGUSR1, 1);
+	ev = expect_sig(kq, SIGUSR1, 1);
+	assert_true(ev.flags & EV_DISPATCH);
+	kill_self(SIGUSR1, 2);
+	t_expect_none(kq);
+	t_change(kq, SIGUSR1, EVFILT_SIGNAL, EV_ENABLE, 0, 0, NULL);
+	expect_sig(kq, SIGUSR1, 2);
+	t_expect_none(kq);
+}
+
+static void
+deleted_knote_does_not_count_and_readd_counts_from_zero(void **state)
+{
+	int kq = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(kq, SIGUSR1);
+	kill_self(SIGUSR1, 1);
+	unwatch(kq, SIGUSR1);
+	kill_self(SIGUSR1, 2);
+	t_expect_none(kq);
+	watch(kq, SIGUSR1);
+	t_expect_none(kq);
+	kill_self(SIGUSR1, 1);
+	expect_sig(kq, SIGUSR1, 1);
+	t_expect_none(kq);
+}
+
+static void
+several_kqueues_each_see_every_delivery(void **state)
+{
+	int kq[3], i;
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	for (i = 0; i < 3; i++) {
+		kq[i] = new_kq();
+		watch(kq[i], SIGUSR1);
+	}
+	kill_self(SIGUSR1, 2);
+	expect_sig(kq[0], SIGUSR1, 2);
+	kill_self(SIGUSR1, 1);
+	expect_sig(kq[0], SIGUSR1, 1);
+	expect_sig(kq[1], SIGUSR1, 3);
+	expect_sig(kq[2], SIGUSR1, 3);
+	/* Removing the knote from one kqueue leaves the others counting. */
+	unwatch(kq[1], SIGUSR1);
+	kill_self(SIGUSR1, 1);
+	t_expect_none(kq[1]);
+	expect_sig(kq[0], SIGUSR1, 1);
+	expect_sig(kq[2], SIGUSR1, 1);
+}
+
+/* FreeBSD D31858 / kqueue_peek_signal.c, with the signal not blocked. */
+static void
+nested_kqueue_is_readable_after_kill_with_zero_timeout(void **state)
+{
+	struct pollfd pfd;
+	struct kevent ev;
+	int inner = new_kq(), outer = new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(inner, SIGUSR1);
+	t_change(outer, (uintptr_t)inner, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	t_expect_none(outer);
+	pfd.fd = inner;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+
+	kill_self(SIGUSR1, 1);
+	pfd.revents = 0;
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	assert_true(pfd.revents & POLLIN);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.ident, (uintptr_t)inner);
+	assert_int_equal(ev.filter, EVFILT_READ);
+	assert_true(ev.data >= 1);
+	expect_sig(inner, SIGUSR1, 1);
+	t_expect_none(outer);
+}
+
+/*
+ * A kqueue is readable (poll, select, a parent kqueue) only while it has
+ * events to report (FreeBSD filt_kqueue: kq_count > 0), also when other
+ * kqueues in the process already recorded deliveries of the signal.
+ */
+static void
+kqueue_watching_a_signal_is_not_readable_while_nothing_is_pending(
+    void **state)
+{
+	struct pollfd pfd;
+	int early = new_kq(), inner, outer, r;
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(early, SIGUSR1);
+	kill_self(SIGUSR1, 1);
+	expect_sig(early, SIGUSR1, 1);
+
+	inner = new_kq();
+	outer = new_kq();
+	watch(inner, SIGUSR1);
+	t_change(outer, (uintptr_t)inner, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	pfd.fd = inner;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	r = poll(&pfd, 1, 0);
+	fprintf(stderr, "before any kill (poll %d): ", r);
+	t_expect_none(outer);
+	assert_int_equal(r, 0);
+	t_expect_none(inner);
+
+	kill_self(SIGUSR1, 1);
+	expect_sig(inner, SIGUSR1, 1);
+	pfd.revents = 0;
+	r = poll(&pfd, 1, 0);
+	fprintf(stderr, "after draining (poll %d): ", r);
+	t_expect_none(outer);
+	assert_int_equal(r, 0);
+	expect_sig(early, SIGUSR1, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Waking a blocked kevent(); EINTR                                    */
+
+static void
+ignored_signal_from_other_process_wakes_infinite_wait_with_the_event(
+    void **state)
+{
+	struct kevent ev;
+	int kq = new_kq(), r, err;
+	pid_t pid;
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(kq, SIGUSR1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sleep_ms(150);
+		kill(getppid(), SIGUSR1);
+		_exit(0);
+	}
+	watchdog(10);
+	r = kevent(kq, NULL, 0, &ev, 1, NULL);
+	err = errno;
+	alarm(0);
+	wait_child(pid);
+	if (r < 0)
+		fprintf(stderr, "kevent: %s\n", strerror(err));
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, SIGUSR1);
+	assert_int_equal(ev.filter, EVFILT_SIGNAL);
+	assert_int_equal(ev.data, 1);
+}
+
+/*
+ * A signal that runs an application handler interrupts a kevent() that
+ * has nothing to report (FreeBSD: msleep PCATCH, no restart even with
+ * SA_RESTART).  Another kqueue watches the signal meanwhile.
+ */
+static void
+handler_interrupts_wait_with_eintr_on_kqueue_without_events(void **state)
+{
+	struct kevent ev;
+	int watcher = new_kq(), idle = new_kq(), r, err, sv[2];
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	track(sv[0]);
+	track(sv[1]);
+	t_change(idle, (uintptr_t)sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	watch(watcher, SIGUSR1);
+	assert_true(signal(SIGUSR1, on_hit) != SIG_ERR);	/* SA_RESTART */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (;;) {
+			sleep_ms(50);
+			kill(getppid(), SIGUSR1);
+		}
+	}
+	watchdog(10);
+	errno = 0;
+	r = kevent(idle, NULL, 0, &ev, 1, NULL);
+	err = errno;
+	alarm(0);
+	kill(pid, SIGKILL);
+	wait_child(pid);
+	assert_int_equal(r, -1);
+	assert_int_equal(err, EINTR);
+	assert_int_equal(hits[SIGALRM], 0);	/* not the watchdog */
+	assert_true(hits[SIGUSR1] >= 1);
+	/*
+	 * The watching kqueue counted every one of them (FreeBSD counts
+	 * generations, so signals that coalesced count separately).
+	 */
+	ev = t_expect_one(watcher);
+	assert_int_equal(ev.ident, SIGUSR1);
+	assert_true(ev.data >= hits[SIGUSR1]);
+}
+
+/*
+ * A kevent() blocked on the kqueue that watches a signal with a handler:
+ * FreeBSD records the signal (waking the sleeper) and then posts it, so
+ * the call either returns the event or fails with EINTR with the event
+ * still pending.  Either way the handler ran once and data is 1.
+ */
+static void
+handler_signal_during_wait_on_watching_kqueue_gives_event_or_eintr(
+    void **state)
+{
+	struct kevent ev;
+	int kq = new_kq(), r, err;
+	pid_t pid;
+
+	(void)state;
+	set_disp(SIGUSR1, on_hit, SA_RESTART);
+	watch(kq, SIGUSR1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sleep_ms(150);
+		kill(getppid(), SIGUSR1);
+		_exit(0);
+	}
+	watchdog(10);
+	errno = 0;
+	r = kevent(kq, NULL, 0, &ev, 1, NULL);
+	err = errno;
+	alarm(0);
+	wait_child(pid);
+	assert_int_equal(hits[SIGUSR1], 1);
+	if (r == -1) {
+		assert_int_equal(err, EINTR);
+		ev = t_expect_one(kq);
+	} else
+		assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, SIGUSR1);
+	assert_int_equal(ev.data, 1);
+	t_expect_none(kq);
+}
+
+/* ------------------------------------------------------------------ */
+/* fork, exec, lifetime                                                */
+
+static void
+fork_child_inherits_no_kqueue_but_can_watch_signals_itself(void **state)
+{
+	int kq = new_kq(), st;
+	pid_t pid;
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_IGN, 0);
+	watch(kq, SIGUSR1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct kevent ch, ev;
+		int k2;
+
+		if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != -1 ||
+		    errno != EBADF)
+			_exit(2);
+		k2 = kqueue();
+		if (k2 < 0)
+			_exit(3);
+		EV_SET(&ch, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+		if (kevent(k2, &ch, 1, NULL, 0, NULL) != 0)
+			_exit(4);
+		kill(getpid(), SIGUSR1);
+		kill(getpid(), SIGUSR1);
+		if (kevent(k2, NULL, 0, &ev, 1, &t_zero) != 1 ||
+		    ev.ident != SIGUSR1 || ev.data != 2)
+			_exit(5);
+		_exit(0);
+	}
+	st = wait_child(pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* The child's signals were not the parent's. */
+	t_expect_none(kq);
+	kill_self(SIGUSR1, 1);
+	expect_sig(kq, SIGUSR1, 1);
+}
+
+/*
+ * Figure 7 order (EV_ADD, then SIG_IGN): a fork child sees SIG_IGN and
+ * the ignored disposition survives exec, so the exec'd shell outlives
+ * the signal it sends itself.
+ */
+static void
+fork_child_keeps_ignored_disposition_across_exec(void **state)
+{
+	char buf[64];
+	ssize_t n;
+	size_t len = 0;
+	int kq = new_kq(), p[2], st;
+	pid_t pid;
+
+	(void)state;
+	set_disp(SIGUSR1, SIG_DFL, 0);
+	watch(kq, SIGUSR1);
+	assert_true(signal(SIGUSR1, SIG_IGN) != SIG_ERR);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa;
+
+		close(p[0]);
+		if (sigaction(SIGUSR1, NULL, &sa) != 0 ||
+		    (sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_IGN)
+			_exit(2);
+		if (dup2(p[1], 1) < 0)
+			_exit(3);
+		execl("/bin/sh", "sh", "-c", "kill -USR1 $$; echo alive",
+		    (char *)NULL);
+		_exit(4);
+	}
+	close(p[1]);
+	while (len < sizeof(buf) - 1 &&
+	    ((n = read(p[0], buf + len, sizeof(buf) - 1 - len)) > 0 ||
+	    (n < 0 && errno == EINTR)))
+		if (n > 0)
+			len += (size_t)n;
+	buf[len] = '\0';
+	close(p[0]);
+	st = wait_child(pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "child status %#x, output '%s'\n", st, buf);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_string_equal(buf, "alive\n");
+	t_expect_none(kq);
+}
+
+static void
+kqueue_create_close_cycles_leak_nothing_and_keep_dispositions(void **state)
+{
+	struct sigaction sa, before1, before2, after;
+	int n0, n1, i, kq;
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_hit;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGTERM);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	assert_int_equal(sigaction(SIGUSR1, NULL, &before1), 0);
+	set_disp(SIGUSR2, SIG_IGN, 0);
+	assert_int_equal(sigaction(SIGUSR2, NULL, &before2), 0);
+
+	for (i = 0; i < 101; i++) {
+		if (i == 1)
+			n0 = t_count_fds();
+		kq = kqueue();
+		assert_true(kq >= 0);
+		watch(kq, SIGUSR1);
+		watch(kq, SIGUSR2);
+		if (i % 10 == 0) {
+			kill_self(SIGUSR1, 1);
+			expect_sig(kq, SIGUSR1, 1);
+		}
+		assert_int_equal(close(kq), 0);
+	}
+	n1 = t_count_fds();
+	assert_int_equal(n0, n1);
+	assert_int_equal(hits[SIGUSR1], 11);
+
+	assert_int_equal(sigaction(SIGUSR1, NULL, &after), 0);
+	assert_same_disp(&before1, &after, 0);
+	assert_int_equal(sigaction(SIGUSR2, NULL, &after), 0);
+	assert_same_disp(&before2, &after, 0);
+	kill_self(SIGUSR1, 1);
+	assert_int_equal(hits[SIGUSR1], 12);
+	kill_self(SIGUSR2, 1);		/* ignored: we survive */
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(figure7_sighup_ignored_after_add_counts_every_kill),
+		T(signal_ignored_before_add_is_counted),
+		T(handler_runs_once_per_kill_and_each_kill_is_counted),
+		T(handler_installed_while_watched_runs_and_is_counted),
+		T(default_disposition_of_default_ignored_signals_is_counted),
+		T(default_terminating_signal_still_kills_a_watching_process),
+		T(siginfo_handler_receives_signo_and_sender_pid),
+		T(sigaction_while_watched_reports_application_disposition),
+		T(delete_restores_exact_disposition_ign_dfl_and_handler),
+		T(disposition_set_while_watched_is_in_force_after_delete),
+		T(add_and_delete_leave_the_thread_mask_unchanged),
+		T(blocked_signal_stays_pending_for_sigtimedwait),
+		T(signal_pending_before_add_reaches_handler_and_is_not_counted),
+		T(ignored_sigchld_is_not_counted_and_children_are_reaped),
+		T(sigchld_with_handler_or_default_is_counted),
+#ifdef __linux__
+		T(sigkill_and_sigstop_are_rejected_with_einval),
+		T(signal_zero_and_numbers_above_64_are_rejected_with_einval),
+#endif
+		T(data_counts_deliveries_since_last_retrieval),
+		T(disabled_knote_reports_the_count_on_enable),
+		T(oneshot_reports_once_then_the_knote_is_gone),
+		T(dispatch_disables_after_delivery_and_enable_reports_the_rest),
+		T(deleted_knote_does_not_count_and_readd_counts_from_zero),
+		T(several_kqueues_each_see_every_delivery),
+		T(nested_kqueue_is_readable_after_kill_with_zero_timeout),
+		T(kqueue_watching_a_signal_is_not_readable_while_nothing_is_pending),
+		T(ignored_signal_from_other_process_wakes_infinite_wait_with_the_event),
+		T(handler_interrupts_wait_with_eintr_on_kqueue_without_events),
+		T(handler_signal_during_wait_on_watching_kqueue_gives_event_or_eintr),
+		T(fork_child_inherits_no_kqueue_but_can_watch_signals_itself),
+		T(fork_child_keeps_ignored_disposition_across_exec),
+		T(kqueue_create_close_cycles_leak_nothing_and_keep_dispositions),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
