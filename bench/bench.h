@@ -27,6 +27,7 @@
 /* Options the driver hands to every scenario. */
 struct bench_opts {
 	int	 quick;		/* --quick: short runs */
+	int	 tiny;		/* --tiny: smallest size once (smoke test) */
 	int	 reps;		/* repetitions per measurement (>= 5) */
 	double	 run_secs;	/* duration of one timed run of a throughput loop */
 	double	 call_secs;	/* duration of one timed run of a cost loop */
@@ -451,5 +452,9 @@ extern const struct bench_scenario bench_allready;
 extern const struct bench_scenario bench_create;
 extern const struct bench_scenario bench_memory;
 extern const struct bench_scenario bench_syscalls;
+extern const struct bench_scenario bench_chain;
+
+/* plots.c: gnuplot SVGs of the TSVs in outdir, linked from report.md. */
+void bench_plots(const char *outdir, FILE *md);
 
 #endif /* !KQBENCH_BENCH_H */
