@@ -453,6 +453,7 @@ extern const struct bench_scenario bench_create;
 extern const struct bench_scenario bench_memory;
 extern const struct bench_scenario bench_syscalls;
 extern const struct bench_scenario bench_chain;
+extern const struct bench_scenario bench_threads;
 
 /* plots.c: gnuplot SVGs of the TSVs in outdir, linked from report.md. */
 void bench_plots(const char *outdir, FILE *md);
