@@ -184,7 +184,7 @@ spread_pct(const double *v, int n, double med)
 
 /* ---- result tables ----------------------------------------------------- */
 
-#define BT_MAXCOLS	12
+#define BT_MAXCOLS	14
 #define BT_MAXROWS	96
 #define BT_CELL		64
 #define BT_MAXTABLES	4
@@ -454,6 +454,7 @@ extern const struct bench_scenario bench_memory;
 extern const struct bench_scenario bench_syscalls;
 extern const struct bench_scenario bench_chain;
 extern const struct bench_scenario bench_threads;
+extern const struct bench_scenario bench_timers;
 
 /* plots.c: gnuplot SVGs of the TSVs in outdir, linked from report.md. */
 void bench_plots(const char *outdir, FILE *md);

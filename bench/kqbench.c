@@ -29,6 +29,7 @@ static const struct bench_scenario *const registry[] = {
 	&bench_syscalls,
 	&bench_chain,
 	&bench_threads,
+	&bench_timers,
 };
 #define NSCEN	((int)(sizeof(registry) / sizeof(registry[0])))
 
