@@ -453,6 +453,7 @@ extern const struct bench_scenario bench_create;
 extern const struct bench_scenario bench_memory;
 extern const struct bench_scenario bench_syscalls;
 extern const struct bench_scenario bench_chain;
+extern const struct bench_scenario bench_prefork;
 extern const struct bench_scenario bench_threads;
 extern const struct bench_scenario bench_timers;
 

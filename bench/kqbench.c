@@ -28,6 +28,7 @@ static const struct bench_scenario *const registry[] = {
 	&bench_memory,
 	&bench_syscalls,
 	&bench_chain,
+	&bench_prefork,
 	&bench_threads,
 	&bench_timers,
 };
