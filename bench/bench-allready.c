@@ -88,6 +88,8 @@ ar_run(const struct bench_opts *o, struct bench_result *res)
 		struct fdpairs p;
 		int *fds;
 
+		if (o->tiny && ci > 0)
+			break;
 		if (!sock && 2L * n + 64 > o->nofile)
 			sock = 1;	/* pipes do not fit: see above */
 		if (n + 64 > o->nofile) {

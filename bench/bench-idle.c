@@ -29,6 +29,8 @@ idle_run(const struct bench_opts *o, struct bench_result *res)
 		struct fdpairs p;
 		int *fds;
 
+		if (o->tiny && si > 0)
+			break;
 		/* Leave room for stdio, kq's own descriptors and epoll. */
 		if (n + 64 > o->nofile) {
 			progress("[idle] N=%d skipped: RLIMIT_NOFILE %ld\n",

@@ -101,7 +101,7 @@ ops_run(const struct bench_opts *o, struct bench_result *res)
 	static double wall[2][OPS_NPHASE + 1][MAXREPS];
 	struct bench_table *t = bt_new(res, "ops",
 	    "ops: cost of one registration change (N = 1000 pipes)");
-	int rounds = o->quick ? 10 : 50, n = OPS_N, kq, ep;
+	int rounds = o->tiny ? 1 : o->quick ? 10 : 50, n = OPS_N, kq, ep;
 	long errors[2] = { 0, 0 };
 	int errs[2] = { 0, 0 };
 	struct fdpairs p;

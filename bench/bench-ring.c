@@ -511,6 +511,8 @@ ring_run(const struct bench_opts *o, struct bench_result *res)
 		int n = sizes[si], clipped = 0;
 		struct ring rg;
 
+		if (o->tiny && si > 0)
+			break;
 		if (2L * n + 64 > o->nofile) {
 			n = (int)((o->nofile - 64) / 2);
 			clipped = 1;

@@ -293,10 +293,13 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 	for (size_t wi = 0; wi < sizeof(works) / sizeof(works[0]); wi++) {
 		const struct sc_work *w = &works[wi];
 		long iters = strcmp(w->scen, "ring") == 0 ?
-		    (o->quick ? 20000 : 100000) : (o->quick ? 100 : 500);
+		    (o->tiny ? 1000 : o->quick ? 20000 : 100000) :
+		    (o->tiny ? 10 : o->quick ? 100 : 500);
 		double per[2] = { 0, 0 };
 		int ok[2] = { 0, 0 };
 
+		if (o->tiny && wi > 0)
+			break;
 		for (size_t bi = 0; bi < sizeof(bks) / sizeof(bks[0]); bi++) {
 			const char *bk = bk_name(bks[bi]);
 			struct sc_list *run = &lists[bi];

@@ -27,6 +27,7 @@
 /* Options the driver hands to every scenario. */
 struct bench_opts {
 	int	 quick;		/* --quick: short runs */
+	int	 tiny;		/* --tiny: smallest size once (smoke test) */
 	int	 reps;		/* repetitions per measurement (>= 5) */
 	double	 run_secs;	/* duration of one timed run of a throughput loop */
 	double	 call_secs;	/* duration of one timed run of a cost loop */
@@ -183,7 +184,7 @@ spread_pct(const double *v, int n, double med)
 
 /* ---- result tables ----------------------------------------------------- */
 
-#define BT_MAXCOLS	12
+#define BT_MAXCOLS	14
 #define BT_MAXROWS	96
 #define BT_CELL		64
 #define BT_MAXTABLES	4
@@ -451,5 +452,12 @@ extern const struct bench_scenario bench_allready;
 extern const struct bench_scenario bench_create;
 extern const struct bench_scenario bench_memory;
 extern const struct bench_scenario bench_syscalls;
+extern const struct bench_scenario bench_chain;
+extern const struct bench_scenario bench_prefork;
+extern const struct bench_scenario bench_threads;
+extern const struct bench_scenario bench_timers;
+
+/* plots.c: gnuplot SVGs of the TSVs in outdir, linked from report.md. */
+void bench_plots(const char *outdir, FILE *md);
 
 #endif /* !KQBENCH_BENCH_H */

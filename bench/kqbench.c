@@ -27,6 +27,10 @@ static const struct bench_scenario *const registry[] = {
 	&bench_create,
 	&bench_memory,
 	&bench_syscalls,
+	&bench_chain,
+	&bench_prefork,
+	&bench_threads,
+	&bench_timers,
 };
 #define NSCEN	((int)(sizeof(registry) / sizeof(registry[0])))
 
@@ -34,9 +38,11 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: kqbench [--quick | --full] [--scenario NAME[,NAME...]] "
-	    "[--reps N] [--out DIR] [--list]\n"
-	    "  --quick        short runs (about a minute in all)\n"
+	    "usage: kqbench [--tiny | --quick | --full] "
+	    "[--scenario NAME[,NAME...]] [--reps N] [--out DIR] [--list]\n"
+	    "  --tiny         smoke test: every scenario once at its smallest "
+	    "size\n"
+	    "  --quick        short runs (a few minutes in all)\n"
 	    "  --full         long runs (default)\n"
 	    "  --scenario S   run only these scenarios (repeatable)\n"
 	    "  --reps N       repetitions per measurement (at least 5)\n"
@@ -178,6 +184,7 @@ md_header(FILE *f, const struct bench_opts *o, const char *cmdline)
 	    u.sysname, u.release, u.machine, cpu, sysconf(_SC_NPROCESSORS_ONLN));
 	fprintf(f, "- mode: %s; %d repetitions per measurement, backends "
 	    "interleaved within each repetition; medians reported\n",
+	    o->tiny ? "tiny (smoke test; numbers are not measurements)" :
 	    o->quick ? "quick" : "full", o->reps);
 	fprintf(f, "- timed run: %.2f s (throughput loops), %.2f s (cost "
 	    "loops)\n", o->run_secs, o->call_secs);
@@ -253,6 +260,7 @@ main(int argc, char **argv)
 	static const struct option lopts[] = {
 		{ "quick",	no_argument,		NULL, 'q' },
 		{ "full",	no_argument,		NULL, 'f' },
+		{ "tiny",	no_argument,		NULL, 't' },
 		{ "scenario",	required_argument,	NULL, 's' },
 		{ "reps",	required_argument,	NULL, 'r' },
 		{ "out",	required_argument,	NULL, 'o' },
@@ -288,13 +296,19 @@ main(int argc, char **argv)
 		snprintf(cmdline + strlen(cmdline),
 		    sizeof(cmdline) - strlen(cmdline), "%s%s", i ? " " : "",
 		    argv[i]);
-	while ((c = getopt_long(argc, argv, "qfs:r:o:lh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qfts:r:o:lh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'q':
 			o.quick = 1;
+			o.tiny = 0;
 			break;
 		case 'f':
 			o.quick = 0;
+			o.tiny = 0;
+			break;
+		case 't':
+			o.quick = 1;
+			o.tiny = 1;
 			break;
 		case 's':
 			for (char *tok = strtok(optarg, ","); tok;
@@ -336,16 +350,18 @@ main(int argc, char **argv)
 		return 2;
 	}
 	if (o.reps == 0)
-		o.reps = o.quick ? 5 : 11;
-	if (o.reps < 5) {
+		o.reps = o.tiny ? 1 : o.quick ? 5 : 11;
+	if (o.reps < 1)
+		o.reps = 1;
+	if (o.reps < 5 && !o.tiny) {
 		fprintf(stderr, "kqbench: --reps %d raised to 5 (medians need "
 		    "at least 5 repetitions)\n", o.reps);
 		o.reps = 5;
 	}
 	if (o.reps > MAXREPS)
 		o.reps = MAXREPS;
-	o.run_secs = o.quick ? 0.3 : 2.0;
-	o.call_secs = o.quick ? 0.1 : 0.5;
+	o.run_secs = o.tiny ? 0.02 : o.quick ? 0.3 : 2.0;
+	o.call_secs = o.tiny ? 0.01 : o.quick ? 0.1 : 0.5;
 
 	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (sl > 0)
@@ -357,7 +373,7 @@ main(int argc, char **argv)
 	o.nofile = raise_nofile();
 	printf("kqbench: RLIMIT_NOFILE raised to %ld\n", o.nofile);
 	printf("kqbench: %s mode, %d repetitions, output in %s\n",
-	    o.quick ? "quick" : "full", o.reps, o.outdir);
+	    o.tiny ? "tiny" : o.quick ? "quick" : "full", o.reps, o.outdir);
 	if (mkdir_p(o.outdir) < 0) {
 		fprintf(stderr, "kqbench: %s: %s\n", o.outdir, strerror(errno));
 		return 1;
@@ -411,6 +427,7 @@ main(int argc, char **argv)
 		fflush(md);
 	}
 	munmap(res, sizeof(*res));
+	bench_plots(o.outdir, md);
 	fclose(md);
 	printf("\nkqbench: %d scenario(s), %d failed; report in %s\n", ran,
 	    failed, path);
