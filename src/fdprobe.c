@@ -1,12 +1,17 @@
 /*
- * fdprobe.c -- what is behind a descriptor number: the two probes libkq
- * needs in several places (kqueue liveness, kqueue lookup by a dup(),
- * descriptor kinds, fork-child and rebuild checks).  No locks, no state.
+ * fdprobe.c -- what is behind a descriptor number: the probes libkq needs
+ * in several places (kqueue liveness, kqueue lookup by a dup(), descriptor
+ * kinds, fork-child and rebuild checks, readiness re-checks, fdinfo
+ * fields).  No locks, no state.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <linux/kcmp.h>
 #include <sys/syscall.h>
 
@@ -72,4 +77,63 @@ epoll_holds(int epfd, int fd)
 	slot.toff = 0;
 	return syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
 	    (unsigned long)&slot) == 0;
+}
+
+/*
+ * Readiness of fd now, for a re-check without an epoll event at hand:
+ * the epoll-style event mask for events (POLLIN, POLLOUT ...), or -1 if fd
+ * is not open.
+ */
+int
+fd_poll(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	uint32_t r = 0;
+
+	if (poll(&p, 1, 0) < 0)
+		return 0;
+	if (p.revents & POLLNVAL)
+		return -1;
+	if (p.revents & POLLIN)
+		r |= EPOLLIN;
+	if (p.revents & POLLOUT)
+		r |= EPOLLOUT;
+	if (p.revents & POLLRDHUP)
+		r |= EPOLLRDHUP;
+	if (p.revents & POLLHUP)
+		r |= EPOLLHUP;
+	if (p.revents & POLLERR)
+		r |= EPOLLERR;
+	return (int)r;
+}
+
+/*
+ * The number after "key" (e.g. "eventfd-count:", "Pid:") in
+ * /proc/self/fdinfo/<fd>, read in base.  Returns 1 and sets *val, or 0
+ * when the field is not there.
+ */
+int
+fd_info_field(int fd, const char *key, int base, unsigned long long *val)
+{
+	char path[64], buf[1024], *p;
+	int pfd;
+	ssize_t n;
+	size_t kl = strlen(key);
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	pfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	n = read(pfd, buf, sizeof(buf) - 1);
+	close(pfd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* A field starts a line. */
+	for (p = buf; (p = strstr(p, key)) != NULL; p += kl)
+		if (p == buf || p[-1] == '\n') {
+			*val = strtoull(p + kl, NULL, base);
+			return 1;
+		}
+	return 0;
 }

@@ -91,23 +91,9 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 static int64_t
 eventfd_count(int fd)
 {
-	char path[64], buf[512], *p;
-	int pfd;
-	ssize_t n;
+	unsigned long long v;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	pfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (pfd < 0)
-		return 0;
-	n = read(pfd, buf, sizeof(buf) - 1);
-	close(pfd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strstr(buf, "eventfd-count:");
-	if (p == NULL)
-		return 0;
-	return (int64_t)strtoull(p + 14, NULL, 16);
+	return fd_info_field(fd, "eventfd-count:", 16, &v) ? (int64_t)v : 0;
 }
 
 /* Connections waiting on a listening socket. */
@@ -122,33 +108,6 @@ listen_backlog(int fd)
 		return ti.tcpi_unacked;
 	/* AF_UNIX listeners: Linux has no cheap count; report one. */
 	return 1;
-}
-
-/*
- * Re-check readiness when we have no epoll event at hand (active-list
- * re-check).  Returns the epoll-style mask, or -1 if fd is closed.
- */
-static int
-fd_poll(int fd, short events)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-	uint32_t r = 0;
-
-	if (poll(&p, 1, 0) < 0)
-		return 0;
-	if (p.revents & POLLNVAL)
-		return -1;
-	if (p.revents & POLLIN)
-		r |= EPOLLIN;
-	if (p.revents & POLLOUT)
-		r |= EPOLLOUT;
-	if (p.revents & POLLRDHUP)
-		r |= EPOLLRDHUP;
-	if (p.revents & POLLHUP)
-		r |= EPOLLHUP;
-	if (p.revents & POLLERR)
-		r |= EPOLLERR;
-	return (int)r;
 }
 
 static int

@@ -83,15 +83,6 @@ struct procnote {
 #define CN_RCVBUF	(4 << 20)
 #define CN_BATCH	64	/* datagrams read per wake-up */
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 int
 kq_pidfd_open(pid_t pid)
 {
@@ -102,9 +93,9 @@ kq_pidfd_open(pid_t pid)
 int
 kq_pidfd_exited(int pidfd)
 {
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	int r = fd_poll(pidfd, POLLIN);
 
-	return poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP)) != 0;
+	return r > 0 && (r & (EPOLLIN | EPOLLHUP)) != 0;
 }
 
 /* waitid()'s report of a terminated child in wait(2) format. */
@@ -577,7 +568,7 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 		 * after its fork, so follow it through them alone.
 		 */
 		kn->kn_flags = (kn->kn_flags & ~EV_FLAG1) | EV_CLEAR;
-		pn->pn_since = mono_ns();
+		pn->pn_since = (uint64_t)kq_now_ns();
 		return 0;
 	}
 	kn->kn_flags &= ~EV_FLAG1;
@@ -589,7 +580,7 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 		return ESRCH;
 	}
 	pn->pn_pidfd = fd;
-	pn->pn_since = mono_ns();
+	pn->pn_since = (uint64_t)kq_now_ns();
 	kn->kn_flags |= EV_CLEAR;	/* as FreeBSD: automatically set */
 	/* Edge-triggered: an exited process fires once, here if a zombie. */
 	e = kq_knsrc_add(kq, kn, fd, EPOLLIN);

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,28 +30,14 @@
 #include "fdreg.h"
 #include "kq_proc.h"
 
-/* The pid behind pidfd from /proc/self/fdinfo ("Pid:"), or 0. */
+/* The pid behind pidfd (its fdinfo's "Pid:"), or 0. */
 static pid_t
 pidfd_pid(int pidfd)
 {
-	char path[64], buf[1024], *p;
-	int fd;
-	ssize_t n;
+	unsigned long long v;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strstr(buf, "\nPid:");
-	if (p == NULL)
-		return 0;
-	n = strtol(p + 5, NULL, 10);
-	return n > 0 ? (pid_t)n : 0;
+	return fd_info_field(pidfd, "Pid:", 10, &v) && v > 0 &&
+	    v <= INT_MAX ? (pid_t)v : 0;
 }
 
 static int
@@ -75,13 +62,11 @@ filt_procdesc(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	int fd = (int)kn->kn_ident;
 
 	if (hint == 0) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = fd_poll(fd, POLLIN);
 
-		if (poll(&p, 1, 0) < 0)
-			return 0;
-		if (p.revents & POLLNVAL)
+		if (r < 0)
 			return -1;
-		hint = (uint32_t)p.revents;
+		hint = (uint32_t)r;
 	}
 	if (!(hint & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return 0;

@@ -57,15 +57,6 @@ struct theap {
 
 #define TK(kn)		((struct tknote *)(void *)(kn))
 
-int64_t
-kq_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * NSEC + t.tv_nsec;
-}
-
 static int64_t
 realtime_ns(void)
 {
@@ -166,7 +157,7 @@ heap_remove(struct theap *h, struct tknote *tk)
 
 /* Arm the timerfd for the earliest deadline if it is not armed earlier. */
 static void
-timer_arm(struct kqueue *kq, struct theap *h, int force)
+timer_arm(struct kqueue *kq, struct theap *h)
 {
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 	int64_t when;
@@ -174,7 +165,7 @@ timer_arm(struct kqueue *kq, struct theap *h, int force)
 	if (kq->kq_dead)
 		return;
 	when = h->th_n > 0 ? h->th_h[0]->tk_deadline : INT64_MAX;
-	if (!force && when >= h->th_armed)
+	if (when >= h->th_armed)
 		return;
 	if (when != INT64_MAX) {
 		if (when < 1)
@@ -231,7 +222,7 @@ timer_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	(void)r;
 	h->th_armed = INT64_MAX;
 	timer_expire(kq, h);
-	timer_arm(kq, h, 0);
+	timer_arm(kq, h);
 }
 
 static void
@@ -356,7 +347,7 @@ timer_start(struct kqueue *kq, struct tknote *tk)
 	}
 	error = heap_insert(h, tk);
 	if (error == 0)
-		timer_arm(kq, h, 0);
+		timer_arm(kq, h);
 	return error;
 }
 

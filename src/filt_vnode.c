@@ -40,10 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-
-#include <sys/epoll.h>
 
 #include "kq_int.h"
 #include "fdreg.h"
@@ -420,15 +419,6 @@ filt_vnupdate(struct kqueue *kq, struct knote *kn, int readd)
 }
 
 static int
-filt_vnmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
-{
-	(void)kq;
-	kn->kn_sfflags = kev->fflags;
-	kn->kn_sdata = kev->data;
-	return 0;
-}
-
-static int
 filt_vnevent(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
@@ -520,7 +510,6 @@ const struct filterops vnode_filtops = {
 	.f_size = sizeof(struct vnote),
 	.f_attach = filt_vnattach,
 	.f_detach = filt_vndetach,
-	.f_modify = filt_vnmodify,
 	.f_update = filt_vnupdate,
 	.f_event = filt_vnevent,
 	.f_clear = filt_vnclear,

@@ -425,8 +425,9 @@ ts_to_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-static int64_t
-now_ns(void)
+/* The monotonic clock in nanoseconds (scan deadlines, timers, proc). */
+int64_t
+kq_now_ns(void)
 {
 	struct timespec t;
 
@@ -481,7 +482,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	else if (tsp->tv_sec > INT32_MAX)
 		infinite = 1;
 	else
-		deadline = now_ns() + ts_to_ns(tsp);
+		deadline = kq_now_ns() + ts_to_ns(tsp);
 
 	kq->kq_scanid++;
 	for (;;) {
@@ -493,7 +494,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		else if (infinite)
 			tmo = -1;
 		else {
-			tmo = deadline - now_ns();
+			tmo = deadline - kq_now_ns();
 			if (tmo < 0)
 				tmo = 0;
 		}
@@ -543,7 +544,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		}
 		if (n > 0 || zero)
 			break;
-		if (!infinite && now_ns() >= deadline)
+		if (!infinite && kq_now_ns() >= deadline)
 			break;
 		/* Only stale or internal events: wait again (never return 0
 		   from an infinite wait). */

@@ -198,6 +198,9 @@ int		 fd_anon_name(int fd, char *buf, size_t len);
 int		 fd_is_epoll(int fd);
 int		 epoll_holds(int epfd, int fd);
 int		 fd_same_file(int a, int b);
+int		 fd_poll(int fd, short events);
+int		 fd_info_field(int fd, const char *key, int base,
+		    unsigned long long *val);
 
 /* kqueue.c */
 void		 kq_destroy(struct kqueue *kq);
@@ -265,7 +268,7 @@ extern const struct filterops proc_filtops;	/* filt_proc.c */
 extern const struct filterops procdesc_filtops;	/* filt_procdesc.c */
 extern const struct filterops vnode_filtops;	/* filt_vnode.c */
 
-/* filt_timer.c: monotonic clock, nanoseconds */
+/* kevent.c: monotonic clock, nanoseconds */
 int64_t		 kq_now_ns(void);
 
 #endif /* KQ_INT_H */

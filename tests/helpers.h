@@ -23,6 +23,57 @@
 #include <sys/event.h>
 #include <cmocka.h>
 
+/*
+ * Descriptor bookkeeping: a test tracks what it opens, and the group's
+ * teardown closes it with t_close_tracked(), also when an assertion fails
+ * half way.
+ */
+#define T_MAXFDS 128
+static int t_fds[T_MAXFDS];
+static int t_nfds;
+
+/* Assert fd is open and remember it; returns fd. */
+static inline int
+t_track(int fd)
+{
+	if (fd < 0)
+		fprintf(stderr, "open failed: %s\n", strerror(errno));
+	assert_true(fd >= 0);
+	assert_true(t_nfds < T_MAXFDS);
+	t_fds[t_nfds++] = fd;
+	return fd;
+}
+
+/* Close a tracked descriptor now (the test needs it closed). */
+static inline void
+t_close_now(int fd)
+{
+	int i;
+
+	for (i = 0; i < t_nfds; i++) {
+		if (t_fds[i] == fd) {
+			t_fds[i] = t_fds[--t_nfds];
+			break;
+		}
+	}
+	assert_int_equal(close(fd), 0);
+}
+
+/* Close every tracked descriptor (teardown). */
+static inline void
+t_close_tracked(void)
+{
+	while (t_nfds > 0)
+		close(t_fds[--t_nfds]);
+}
+
+/* A new, tracked kqueue. */
+static inline int
+t_new_kq(void)
+{
+	return t_track(kqueue());
+}
+
 /* A zero timeout: poll without sleeping. */
 static const struct timespec t_zero = { 0, 0 };
 

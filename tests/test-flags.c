@@ -21,46 +21,17 @@
 /* ------------------------------------------------------------------ */
 /* Descriptor and child bookkeeping, cleaned up by the teardown.       */
 
-#define MAX_FDS 128
-static int open_fds[MAX_FDS];
-static int n_open_fds;
 static pid_t children[4];
 static int n_children;
 static char sock_dir[64];
 static char sock_path[128];
 
 static int
-track(int fd)
-{
-	if (fd < 0)
-		fprintf(stderr, "open failed: %s\n", strerror(errno));
-	assert_true(fd >= 0);
-	assert_true(n_open_fds < MAX_FDS);
-	open_fds[n_open_fds++] = fd;
-	return fd;
-}
-
-static void
-close_now(int fd)
-{
-	int i;
-
-	for (i = 0; i < n_open_fds; i++) {
-		if (open_fds[i] == fd) {
-			open_fds[i] = open_fds[--n_open_fds];
-			break;
-		}
-	}
-	assert_int_equal(close(fd), 0);
-}
-
-static int
 teardown(void **state)
 {
 	(void)state;
 	alarm(0);
-	while (n_open_fds > 0)
-		close(open_fds[--n_open_fds]);
+	t_close_tracked();
 	while (n_children > 0) {
 		pid_t pid = children[--n_children];
 
@@ -78,18 +49,12 @@ teardown(void **state)
 	return 0;
 }
 
-static int
-new_kq(void)
-{
-	return track(kqueue());
-}
-
 static void
 new_pair(int sv[2])
 {
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	track(sv[0]);
-	track(sv[1]);
+	t_track(sv[0]);
+	t_track(sv[1]);
 }
 
 static void
@@ -178,15 +143,15 @@ check_udata_roundtrip(void *udata)
 	struct kevent ev;
 	int kq, sv[2];
 
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, udata);
 	put(sv[1], 1);
 	ev = t_expect_one(kq);
 	assert_int_equal((uintptr_t)ev.udata, (uintptr_t)udata);
-	close_now(sv[0]);
-	close_now(sv[1]);
-	close_now(kq);
+	t_close_now(sv[0]);
+	t_close_now(sv[1]);
+	t_close_now(kq);
 }
 
 static void
@@ -209,7 +174,7 @@ readd_replaces_udata(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)0x100);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)0x200);
@@ -228,7 +193,7 @@ keepudata_on_modify_keeps_udata(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)0x111);
 	put(sv[1], 1);
@@ -256,7 +221,7 @@ modify_without_keepudata_replaces_udata(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)0x111);
 	put(sv[1], 1);
@@ -276,7 +241,7 @@ add_and_enable_are_not_echoed(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_ENABLE, 0, 0, NULL);
 	put(sv[1], 1);
@@ -294,7 +259,7 @@ check_echoed(unsigned short extra)
 	struct kevent ev;
 	int kq, sv[2];
 
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | extra, 0, 0, NULL);
 	put(sv[1], 1);
@@ -302,9 +267,9 @@ check_echoed(unsigned short extra)
 	if (ev.flags != extra)
 		fprintf(stderr, "given %#x, got flags %#x\n", extra, ev.flags);
 	assert_int_equal(ev.flags, extra);
-	close_now(sv[0]);
-	close_now(sv[1]);
-	close_now(kq);
+	t_close_now(sv[0]);
+	t_close_now(sv[1]);
+	t_close_now(kq);
 }
 
 static void
@@ -324,7 +289,7 @@ receipt_given_with_add_is_echoed_on_events(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	EV_SET(&ch, sv[0], EVFILT_READ, EV_ADD | EV_RECEIPT, 0, 0, NULL);
 	assert_int_equal(kevent(kq, &ch, 1, ev, 2, &t_zero), 1);
@@ -345,7 +310,7 @@ read_is_level_triggered_by_default(void **state)
 	int kq, sv[2], i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	t_expect_none(kq);
@@ -367,7 +332,7 @@ read_data_is_bytes_readable_and_shrinks_after_partial_read(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	put(sv[1], 10);
@@ -393,7 +358,7 @@ oneshot_is_reported_once_then_deleted(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_ONESHOT, 0, 0, (void *)4);
 	t_expect_none(kq);
@@ -418,7 +383,7 @@ clear_reports_once_per_new_activity(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	t_expect_none(kq);
@@ -443,7 +408,7 @@ clear_partial_read_does_not_retrigger(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	put(sv[1], 2);
@@ -463,7 +428,7 @@ dispatch_reports_once_then_disables(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
 	put(sv[1], 1);
@@ -483,7 +448,7 @@ dispatch_enable_rearms_and_fires_when_still_ready(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
 	put(sv[1], 3);
@@ -510,7 +475,7 @@ disabled_dispatch_knote_can_be_deleted(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
 	put(sv[1], 1);
@@ -529,7 +494,7 @@ disable_suppresses_events(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	put(sv[1], 1);
@@ -548,7 +513,7 @@ add_with_disable_registers_a_disabled_knote(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	put(sv[1], 1);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISABLE, 0, 0, NULL);
@@ -566,7 +531,7 @@ enable_of_ready_knote_fires_at_once(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	t_change(kq, sv[0], EVFILT_READ, EV_DISABLE, 0, 0, NULL);
@@ -599,7 +564,7 @@ add_on_existing_knote_keeps_triggered_state(void **state)
 	int kq, sv[2], p[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)1);
 	put(sv[1], 1);
@@ -610,8 +575,8 @@ add_on_existing_knote_keeps_triggered_state(void **state)
 
 	/* Edge-triggered: activity not yet collected survives a re-add. */
 	assert_int_equal(pipe(p), 0);
-	track(p[0]);
-	track(p[1]);
+	t_track(p[0]);
+	t_track(p[1]);
 	t_change(kq, p[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, (void *)3);
 	put(p[1], 4);
 	t_change(kq, p[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, (void *)4);
@@ -635,7 +600,7 @@ forceoneshot_on_existing_knote_fires_now_and_deletes(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)6);
 	t_expect_none(kq);
@@ -656,7 +621,7 @@ forceoneshot_on_ready_knote_delivers_once(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	put(sv[1], 2);
@@ -674,7 +639,7 @@ forceoneshot_on_missing_knote_fails_enoent(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	errno = 0;
 	assert_int_equal(change1(kq, sv[0], EVFILT_READ, EV_FORCEONESHOT,
@@ -692,7 +657,7 @@ clear_on_read_does_not_make_write_edge_triggered(void **state)
 	int kq, sv[2], n, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
@@ -717,7 +682,7 @@ clear_on_write_does_not_make_read_edge_triggered(void **state)
 	int kq, sv[2], n, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
@@ -739,7 +704,7 @@ disable_on_write_does_not_stop_read(void **state)
 	int kq, sv[2], n;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
@@ -764,7 +729,7 @@ oneshot_on_read_does_not_delete_write(void **state)
 	int kq, sv[2], n;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_ONESHOT, 0, 0, NULL);
 	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
@@ -786,7 +751,7 @@ delete_of_read_does_not_delete_write(void **state)
 	int kq, sv[2], n;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)1);
 	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, 0, 0, (void *)2);
@@ -815,7 +780,7 @@ level_triggered_events_round_robin(void **state)
 	int kq, i, j, n, k = 0;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	for (i = 0; i < N; i++) {
 		new_pair(pairs[i]);
 		put(pairs[i][1], 1);
@@ -888,7 +853,7 @@ infinite_wait_never_returns_zero(void **state)
 	int kq, a[2], b[2], n;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(a);
 	new_pair(b);
 	t_change(kq, a[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
@@ -921,7 +886,7 @@ new_listener(void)
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	strcpy(sun.sun_path, sock_path);
-	fd = track(socket(AF_UNIX, SOCK_STREAM, 0));
+	fd = t_track(socket(AF_UNIX, SOCK_STREAM, 0));
 	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	assert_int_equal(listen(fd, 16), 0);
 	assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
@@ -937,7 +902,7 @@ connect_to_listener(void)
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	strcpy(sun.sun_path, sock_path);
-	fd = track(socket(AF_UNIX, SOCK_STREAM, 0));
+	fd = t_track(socket(AF_UNIX, SOCK_STREAM, 0));
 	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	return fd;
 }
@@ -949,7 +914,7 @@ wakeone_on_listening_socket_delivers(void **state)
 	int kq, lfd, cfd;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	lfd = new_listener();
 	t_change(kq, lfd, EVFILT_READ, EV_ADD | EV_WAKEONE, 0, 0, (void *)8);
 	t_expect_none(kq);
@@ -962,7 +927,7 @@ wakeone_on_listening_socket_delivers(void **state)
 	assert_int_equal(ev.flags & EV_ERROR, 0);
 	cfd = accept(lfd, NULL, NULL);
 	assert_true(cfd >= 0);
-	track(cfd);
+	t_track(cfd);
 	t_expect_none(kq);
 	t_change(kq, lfd, EVFILT_READ, EV_DELETE, 0, 0, NULL);
 }
@@ -974,7 +939,7 @@ wakeone_on_write_filter_is_accepted(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD | EV_WAKEONE, 0, 0, NULL);
 	ev = t_expect_one(kq);
@@ -988,7 +953,7 @@ wakeone_with_oneshot_fails_einval(void **state)
 	int kq, lfd;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	lfd = new_listener();
 	errno = 0;
 	assert_int_equal(change1(kq, lfd, EVFILT_READ,
@@ -1004,7 +969,7 @@ wakeone_on_non_fd_filter_fails_einval(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	EV_SET(&ch, 1, EVFILT_USER, EV_ADD | EV_WAKEONE, 0, 0, NULL);
 	errno = 0;
 	assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), -1);
@@ -1153,11 +1118,11 @@ wakeone_wakes_exactly_one_of_two_processes(void **state)
 	(void)state;
 	lfd = new_listener();
 	assert_int_equal(pipe(ctl), 0);
-	track(ctl[0]);
-	track(ctl[1]);
+	t_track(ctl[0]);
+	t_track(ctl[1]);
 	assert_int_equal(pipe(rep), 0);
-	track(rep[0]);
-	track(rep[1]);
+	t_track(rep[0]);
+	t_track(rep[1]);
 
 	for (i = 0; i < 2; i++) {
 		pid_t pid = fork();
@@ -1171,7 +1136,7 @@ wakeone_wakes_exactly_one_of_two_processes(void **state)
 		}
 		children[n_children++] = pid;
 	}
-	close_now(rep[1]);
+	t_close_now(rep[1]);
 
 	/* Both children registered and about to block. */
 	for (got = 0; got < 2; got++) {

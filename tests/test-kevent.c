@@ -22,58 +22,21 @@
 /* Descriptor bookkeeping: everything a test opens is closed by the    */
 /* teardown, also when an assertion fails half way.                    */
 
-#define MAX_FDS 128
-static int open_fds[MAX_FDS];
-static int n_open_fds;
-
-static int
-track(int fd)
-{
-	if (fd < 0)
-		fprintf(stderr, "open failed: %s\n", strerror(errno));
-	assert_true(fd >= 0);
-	assert_true(n_open_fds < MAX_FDS);
-	open_fds[n_open_fds++] = fd;
-	return fd;
-}
-
-/* Close a tracked descriptor now (the test needs it closed). */
-static void
-close_now(int fd)
-{
-	int i;
-
-	for (i = 0; i < n_open_fds; i++) {
-		if (open_fds[i] == fd) {
-			open_fds[i] = open_fds[--n_open_fds];
-			break;
-		}
-	}
-	assert_int_equal(close(fd), 0);
-}
-
 static int
 teardown(void **state)
 {
 	(void)state;
 	alarm(0);
-	while (n_open_fds > 0)
-		close(open_fds[--n_open_fds]);
+	t_close_tracked();
 	return 0;
-}
-
-static int
-new_kq(void)
-{
-	return track(kqueue());
 }
 
 static void
 new_pair(int sv[2])
 {
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	track(sv[0]);
-	track(sv[1]);
+	t_track(sv[0]);
+	t_track(sv[1]);
 }
 
 /* A descriptor number that is certainly not open right now. */
@@ -219,7 +182,7 @@ kqueue_returns_a_descriptor(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	assert_true(kq >= 0);
 	assert_true(fcntl(kq, F_GETFD) >= 0);
 	/* An empty kqueue polls empty. */
@@ -266,8 +229,8 @@ kevent_on_non_kqueue_descriptor_fails_einval(void **state)
 
 	(void)state;
 	assert_int_equal(pipe(p), 0);
-	track(p[0]);
-	track(p[1]);
+	t_track(p[0]);
+	t_track(p[1]);
 	errno = 0;
 	assert_int_equal(kevent(p[0], NULL, 0, &ev, 1, &t_zero), -1);
 	assert_int_equal(errno, EINVAL);
@@ -279,7 +242,7 @@ kqueue_does_not_set_cloexec(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	assert_int_equal(fcntl(kq, F_GETFD) & FD_CLOEXEC, 0);
 }
 
@@ -289,7 +252,7 @@ kqueuex_cloexec_sets_fd_cloexec(void **state)
 	int kq;
 
 	(void)state;
-	kq = track(kqueuex(KQUEUE_CLOEXEC));
+	kq = t_track(kqueuex(KQUEUE_CLOEXEC));
 	assert_int_not_equal(fcntl(kq, F_GETFD) & FD_CLOEXEC, 0);
 	t_expect_none(kq);
 }
@@ -300,7 +263,7 @@ kqueuex_zero_does_not_set_cloexec(void **state)
 	int kq;
 
 	(void)state;
-	kq = track(kqueuex(0));
+	kq = t_track(kqueuex(0));
 	assert_int_equal(fcntl(kq, F_GETFD) & FD_CLOEXEC, 0);
 }
 
@@ -310,7 +273,7 @@ kqueue1_o_cloexec_sets_fd_cloexec(void **state)
 	int kq;
 
 	(void)state;
-	kq = track(kqueue1(O_CLOEXEC));
+	kq = t_track(kqueue1(O_CLOEXEC));
 	assert_int_not_equal(fcntl(kq, F_GETFD) & FD_CLOEXEC, 0);
 	t_expect_none(kq);
 }
@@ -324,7 +287,7 @@ kqueuex_unknown_flag_fails_einval(void **state)
 	errno = 0;
 	kq = kqueuex(0x80000000u);
 	if (kq >= 0)
-		track(kq);
+		t_track(kq);
 	assert_int_equal(kq, -1);
 	assert_int_equal(errno, EINVAL);
 }
@@ -339,7 +302,7 @@ negative_nchanges_fails_einval(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	EV_SET(&ch, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	errno = 0;
@@ -355,7 +318,7 @@ negative_nevents_fails_einval(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	errno = 0;
 	assert_int_equal(kevent(kq, NULL, 0, &ev, -1, &t_zero), -1);
 	assert_int_equal(errno, EINVAL);
@@ -372,7 +335,7 @@ check_invalid_timeout(time_t sec, long nsec)
 	struct timespec ts;
 	int kq, sv[2];
 
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	ts.tv_sec = sec;
 	ts.tv_nsec = nsec;
@@ -381,9 +344,9 @@ check_invalid_timeout(time_t sec, long nsec)
 	assert_int_equal(kevent(kq, &ch, 1, &ev, 1, &ts), -1);
 	assert_int_equal(errno, EINVAL);
 	assert_registered_then_delete(kq, sv[0], EVFILT_READ);
-	close_now(sv[0]);
-	close_now(sv[1]);
-	close_now(kq);
+	t_close_now(sv[0]);
+	t_close_now(sv[1]);
+	t_close_now(kq);
 }
 
 static void
@@ -406,7 +369,7 @@ zero_nevents_with_null_timeout_does_not_wait(void **state)
 	int64_t t0;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	watchdog(5);
 	t0 = now_ms();
@@ -430,7 +393,7 @@ zero_nevents_with_timeout_does_not_wait(void **state)
 	int64_t t0;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	watchdog(5);
 	t0 = now_ms();
 	assert_int_equal(kevent(kq, NULL, 0, NULL, 0, &ts), 0);
@@ -447,7 +410,7 @@ changes_are_applied_before_events_are_collected(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	put(sv[1], 3);
 	EV_SET(&ch, sv[0], EVFILT_READ, EV_ADD, 0, 0, &ch);
@@ -465,7 +428,7 @@ changes_in_one_call_are_applied_in_order(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	put(sv[1], 1);
 	/* add, delete, add again with other udata: the last one wins. */
@@ -487,7 +450,7 @@ zero_filter_change_is_skipped_silently(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	/* Even with EV_RECEIPT and a bogus ident: no entry, no error. */
 	EV_SET(&ch[0], (uintptr_t)-1, 0, EV_ADD | EV_RECEIPT, 0, 0, NULL);
@@ -508,7 +471,7 @@ check_unknown_filter(short filter)
 	struct kevent ch, ev[2];
 	int kq;
 
-	kq = new_kq();
+	kq = t_new_kq();
 	EV_SET(&ch, 1, filter, EV_ADD, 0, 0, (void *)0x55);
 	memset(ev, 0, sizeof(ev));
 	assert_int_equal(kevent(kq, &ch, 1, ev, 2, &t_zero), 1);
@@ -521,7 +484,7 @@ check_unknown_filter(short filter)
 	errno = 0;
 	assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), -1);
 	assert_int_equal(errno, EINVAL);
-	close_now(kq);
+	t_close_now(kq);
 }
 
 static void
@@ -545,7 +508,7 @@ error_entry_has_only_ev_error_and_echoes_the_change(void **state)
 	char tag;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	/* EV_DELETE of a missing knote, with extra flag bits in the input. */
 	EV_SET(&ch, sv[0], EVFILT_WRITE, EV_DELETE | EV_CLEAR | EV_ONESHOT,
@@ -566,7 +529,7 @@ error_without_eventlist_returns_errno_and_stops(void **state)
 	int kq, a[2], b[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(a);
 	new_pair(b);
 	EV_SET(&ch[0], a[0], EVFILT_READ, EV_DELETE, 0, 0, NULL);
@@ -591,7 +554,7 @@ receipt_without_eventlist_returns_zero_and_stops(void **state)
 	int kq, a[2], b[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(a);
 	new_pair(b);
 	EV_SET(&ch[0], a[0], EVFILT_READ, EV_ADD | EV_RECEIPT, 0, 0, NULL);
@@ -609,7 +572,7 @@ errors_suppress_event_collection(void **state)
 	int kq, sv[2], other[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	new_pair(other);
 	/* A ready event is pending... */
@@ -634,7 +597,7 @@ receipts_suppress_event_collection(void **state)
 	int kq, sv[2], other[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	new_pair(other);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
@@ -660,7 +623,7 @@ receipt_on_success_gives_ev_error_with_zero_data(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	EV_SET(&ch, sv[0], EVFILT_READ, EV_ADD | EV_RECEIPT, 0, 0, (void *)9);
 	assert_int_equal(kevent(kq, &ch, 1, ev, 2, &t_zero), 1);
@@ -687,7 +650,7 @@ error_and_receipt_entries_come_in_change_order(void **state)
 	int kq, a[2], b[2], c[2], closed;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(a);
 	new_pair(b);
 	new_pair(c);
@@ -728,7 +691,7 @@ error_after_eventlist_is_full_fails_the_call_and_stops(void **state)
 	int kq, a[2], b[2], c[2], closed;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(a);
 	new_pair(b);
 	new_pair(c);
@@ -758,7 +721,7 @@ add_of_ident_minus_one_gives_one_ebadf_entry(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	memset(ev, 0, sizeof(ev));
 	EV_SET(&ch, (uintptr_t)-1, EVFILT_READ, EV_ADD, 0, 0, NULL);
 	watchdog(5);
@@ -779,7 +742,7 @@ add_of_closed_descriptor_fails_ebadf(void **state)
 	int kq, fd;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	fd = closed_fd_number();
 	errno = 0;
 	assert_int_equal(change1(kq, fd, EVFILT_READ, EV_ADD, NULL), -1);
@@ -796,7 +759,7 @@ add_of_ident_above_int_max_fails_ebadf(void **state)
 	uintptr_t big = (uintptr_t)INT_MAX + 1;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	errno = 0;
 	assert_int_equal(change1(kq, big, EVFILT_READ, EV_ADD, NULL), -1);
 	assert_int_equal(errno, EBADF);
@@ -815,7 +778,7 @@ delete_of_missing_knote_fails_enoent(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	assert_not_registered(kq, sv[0], EVFILT_READ);
 	assert_not_registered(kq, sv[0], EVFILT_WRITE);
@@ -833,7 +796,7 @@ enable_of_missing_knote_fails_enoent(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	errno = 0;
 	assert_int_equal(change1(kq, sv[0], EVFILT_READ, EV_ENABLE, NULL), -1);
@@ -846,7 +809,7 @@ disable_of_missing_knote_fails_enoent(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	errno = 0;
 	assert_int_equal(change1(kq, sv[0], EVFILT_READ, EV_DISABLE, NULL), -1);
@@ -859,7 +822,7 @@ enable_with_disable_fails_einval(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	errno = 0;
@@ -882,7 +845,7 @@ add_with_keepudata_fails_einval(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	errno = 0;
 	assert_int_equal(change1(kq, sv[0], EVFILT_READ,
@@ -904,7 +867,7 @@ sysflags_in_input_are_ignored(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_EOF, 0, 0, NULL);
 	t_expect_none(kq);
@@ -939,7 +902,7 @@ zero_timeout_polls_and_returns_zero(void **state)
 	int64_t t0;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	watchdog(5);
@@ -957,7 +920,7 @@ short_timeout_returns_zero_after_waiting(void **state)
 	int64_t t0, dt;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	watchdog(10);
@@ -978,7 +941,7 @@ timeout_wait_returns_early_when_an_event_arrives(void **state)
 	int64_t t0, dt;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	watchdog(20);
@@ -1001,7 +964,7 @@ null_timeout_blocks_until_an_event_arrives(void **state)
 	int64_t t0, dt;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)7);
 	watchdog(20);
@@ -1024,7 +987,7 @@ check_huge_timeout(time_t sec, long nsec)
 	int kq, sv[2];
 	int64_t t0, dt;
 
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	ts.tv_sec = sec;
@@ -1038,9 +1001,9 @@ check_huge_timeout(time_t sec, long nsec)
 	alarm(0);
 	assert_int_equal(ev[0].ident, (uintptr_t)sv[0]);
 	assert_true(dt >= 40);
-	close_now(sv[0]);
-	close_now(sv[1]);
-	close_now(kq);
+	t_close_now(sv[0]);
+	t_close_now(sv[1]);
+	t_close_now(kq);
 }
 
 static time_t
@@ -1107,7 +1070,7 @@ signal_interrupts_wait_with_eintr_after_applying_changes(void **state)
 	sigset_t set;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
@@ -1178,7 +1141,7 @@ kqueue_descriptor_is_readable_by_poll_when_events_are_pending(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	assert_false(kq_poll_readable(kq));
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
@@ -1204,7 +1167,7 @@ kqueue_descriptor_is_readable_by_select_when_events_are_pending(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	assert_false(kq_select_readable(kq));
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
@@ -1223,7 +1186,7 @@ poll_on_kqueue_wakes_when_an_event_arrives(void **state)
 	int kq, sv[2];
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	pfd.fd = kq;
@@ -1242,8 +1205,8 @@ kqueue_can_be_watched_by_another_kqueue(void **state)
 	int inner, outer, a[2];
 
 	(void)state;
-	inner = new_kq();
-	outer = new_kq();
+	inner = t_new_kq();
+	outer = t_new_kq();
 	new_pair(a);
 	t_change(outer, inner, EVFILT_READ, EV_ADD, 0, 0, (void *)0x10);
 	t_expect_none(outer);
@@ -1270,8 +1233,8 @@ nested_kqueue_data_counts_pending_events(void **state)
 	int inner, outer, a[2], b[2];
 
 	(void)state;
-	inner = new_kq();
-	outer = new_kq();
+	inner = t_new_kq();
+	outer = t_new_kq();
 	new_pair(a);
 	new_pair(b);
 	t_change(inner, a[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
@@ -1291,7 +1254,7 @@ kqueue_registered_in_itself_fails_einval(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	errno = 0;
 	assert_int_equal(change1(kq, kq, EVFILT_READ, EV_ADD, NULL), -1);
 	assert_int_equal(errno, EINVAL);
@@ -1308,8 +1271,8 @@ kqueues_in_one_process_are_independent(void **state)
 	int kq1, kq2, sv[2];
 
 	(void)state;
-	kq1 = new_kq();
-	kq2 = new_kq();
+	kq1 = t_new_kq();
+	kq2 = t_new_kq();
 	new_pair(sv);
 	t_change(kq1, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)1);
 	t_change(kq2, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)2);
@@ -1332,7 +1295,7 @@ kqueues_in_one_process_are_independent(void **state)
 	ev = t_expect_one(kq1);
 	assert_ptr_equal(ev.udata, (void *)3);
 	/* Closing one kqueue leaves the other working. */
-	close_now(kq1);
+	t_close_now(kq1);
 	t_change(kq2, sv[0], EVFILT_READ, EV_ENABLE, 0, 0, (void *)2);
 	ev = t_expect_one(kq2);
 	assert_ptr_equal(ev.udata, (void *)2);

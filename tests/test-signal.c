@@ -25,10 +25,6 @@
 /* Bookkeeping: descriptors, dispositions and the mask are restored by */
 /* the teardown, also when an assertion fails half way.                */
 
-#define MAX_FDS 32
-static int open_fds[MAX_FDS];
-static int n_open_fds;
-
 static const int used_sigs[] = {
 	SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH, SIGURG, SIGCHLD, SIGTERM, SIGALRM,
 };
@@ -59,8 +55,7 @@ teardown(void **state)
 
 	(void)state;
 	alarm(0);
-	while (n_open_fds > 0)
-		close(open_fds[--n_open_fds]);
+	t_close_tracked();
 	/* Discard anything a failed test left pending, then restore. */
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
@@ -72,37 +67,6 @@ teardown(void **state)
 	for (i = 0; i < N_USED; i++)
 		sigaction(used_sigs[i], &saved_sa[i], NULL);
 	return 0;
-}
-
-static int
-track(int fd)
-{
-	if (fd < 0)
-		fprintf(stderr, "open failed: %s\n", strerror(errno));
-	assert_true(fd >= 0);
-	assert_true(n_open_fds < MAX_FDS);
-	open_fds[n_open_fds++] = fd;
-	return fd;
-}
-
-static void
-close_now(int fd)
-{
-	int i;
-
-	for (i = 0; i < n_open_fds; i++) {
-		if (open_fds[i] == fd) {
-			open_fds[i] = open_fds[--n_open_fds];
-			break;
-		}
-	}
-	assert_int_equal(close(fd), 0);
-}
-
-static int
-new_kq(void)
-{
-	return track(kqueue());
 }
 
 /* ------------------------------------------------------------------ */
@@ -262,7 +226,7 @@ assert_same_disp(const struct sigaction *a, const struct sigaction *b,
 static void
 figure7_sighup_ignored_after_add_counts_every_kill(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	watch(kq, SIGHUP);
@@ -275,7 +239,7 @@ figure7_sighup_ignored_after_add_counts_every_kill(void **state)
 static void
 signal_ignored_before_add_is_counted(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -288,7 +252,7 @@ signal_ignored_before_add_is_counted(void **state)
 static void
 handler_runs_once_per_kill_and_each_kill_is_counted(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, on_hit, SA_RESTART);
@@ -307,7 +271,7 @@ handler_runs_once_per_kill_and_each_kill_is_counted(void **state)
 static void
 handler_installed_while_watched_runs_and_is_counted(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	watch(kq, SIGUSR2);
@@ -323,7 +287,7 @@ handler_installed_while_watched_runs_and_is_counted(void **state)
 static void
 default_disposition_of_default_ignored_signals_is_counted(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 	struct kevent ev[3];
 	int n, i, winch = 0, urg = 0;
 
@@ -417,7 +381,7 @@ static void
 siginfo_handler_receives_signo_and_sender_pid(void **state)
 {
 	struct sigaction sa;
-	int kq = new_kq();
+	int kq = t_new_kq();
 	pid_t pid;
 
 	(void)state;
@@ -458,7 +422,7 @@ static void
 sigaction_while_watched_reports_application_disposition(void **state)
 {
 	struct sigaction sa, cur, old;
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	memset(&sa, 0, sizeof(sa));
@@ -506,7 +470,7 @@ static void
 check_delete_restores(int sig, const struct sigaction *sa)
 {
 	struct sigaction before, after;
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	assert_int_equal(sigaction(sig, sa, NULL), 0);
 	assert_int_equal(sigaction(sig, NULL, &before), 0);
@@ -516,7 +480,7 @@ check_delete_restores(int sig, const struct sigaction *sa)
 	unwatch(kq, sig);
 	assert_int_equal(sigaction(sig, NULL, &after), 0);
 	assert_same_disp(&before, &after, 1);
-	close_now(kq);
+	t_close_now(kq);
 }
 
 static void
@@ -558,7 +522,7 @@ static void
 disposition_set_while_watched_is_in_force_after_delete(void **state)
 {
 	struct sigaction sa, ref, after;
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	memset(&sa, 0, sizeof(sa));
@@ -585,7 +549,7 @@ static void
 add_and_delete_leave_the_thread_mask_unchanged(void **state)
 {
 	sigset_t block, m0, m1, m2;
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -627,7 +591,7 @@ blocked_signal_stays_pending_for_sigtimedwait(void **state)
 	struct timespec to = { 1, 0 };
 	struct kevent ev[2];
 	sigset_t set;
-	int kq = new_kq(), n, got;
+	int kq = t_new_kq(), n, got;
 
 	(void)state;
 	set_disp(SIGUSR1, on_hit, 0);
@@ -663,7 +627,7 @@ static void
 signal_pending_before_add_reaches_handler_and_is_not_counted(void **state)
 {
 	sigset_t set;
-	int kq = new_kq(), n, h;
+	int kq = t_new_kq(), n, h;
 	struct kevent ev;
 
 	(void)state;
@@ -693,7 +657,7 @@ signal_pending_before_add_reaches_handler_and_is_not_counted(void **state)
 static void
 ignored_sigchld_is_not_counted_and_children_are_reaped(void **state)
 {
-	int kq = new_kq(), order, st;
+	int kq = t_new_kq(), order, st;
 	pid_t pid, r;
 
 	(void)state;
@@ -725,7 +689,7 @@ sigchld_with_handler_or_default_is_counted(void **state)
 {
 	struct timespec to = { 5, 0 };
 	struct kevent ev;
-	int kq = new_kq(), i, st;
+	int kq = t_new_kq(), i, st;
 	pid_t pid;
 
 	(void)state;
@@ -776,7 +740,7 @@ add_error(int kq, uintptr_t ident)
 static void
 sigkill_and_sigstop_are_rejected_with_einval(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	assert_int_equal(add_error(kq, SIGKILL), EINVAL);
@@ -787,7 +751,7 @@ sigkill_and_sigstop_are_rejected_with_einval(void **state)
 static void
 signal_zero_and_numbers_above_64_are_rejected_with_einval(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	assert_int_equal(add_error(kq, 0), EINVAL);
@@ -804,7 +768,7 @@ signal_zero_and_numbers_above_64_are_rejected_with_einval(void **state)
 static void
 data_counts_deliveries_since_last_retrieval(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -821,7 +785,7 @@ data_counts_deliveries_since_last_retrieval(void **state)
 static void
 disabled_knote_reports_the_count_on_enable(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -838,7 +802,7 @@ static void
 oneshot_reports_once_then_the_knote_is_gone(void **state)
 {
 	struct kevent ch, ev;
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -859,7 +823,7 @@ static void
 dispatch_disables_after_delivery_and_enable_reports_the_rest(void **state)
 {
 	struct kevent ev;
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -877,7 +841,7 @@ dispatch_disables_after_delivery_and_enable_reports_the_rest(void **state)
 static void
 deleted_knote_does_not_count_and_readd_counts_from_zero(void **state)
 {
-	int kq = new_kq();
+	int kq = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -901,7 +865,7 @@ several_kqueues_each_see_every_delivery(void **state)
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
 	for (i = 0; i < 3; i++) {
-		kq[i] = new_kq();
+		kq[i] = t_new_kq();
 		watch(kq[i], SIGUSR1);
 	}
 	kill_self(SIGUSR1, 2);
@@ -924,7 +888,7 @@ nested_kqueue_is_readable_after_kill_with_zero_timeout(void **state)
 {
 	struct pollfd pfd;
 	struct kevent ev;
-	int inner = new_kq(), outer = new_kq();
+	int inner = t_new_kq(), outer = t_new_kq();
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -958,7 +922,7 @@ kqueue_watching_a_signal_is_not_readable_while_nothing_is_pending(
     void **state)
 {
 	struct pollfd pfd;
-	int early = new_kq(), inner, outer, r;
+	int early = t_new_kq(), inner, outer, r;
 
 	(void)state;
 	set_disp(SIGUSR1, SIG_IGN, 0);
@@ -966,8 +930,8 @@ kqueue_watching_a_signal_is_not_readable_while_nothing_is_pending(
 	kill_self(SIGUSR1, 1);
 	expect_sig(early, SIGUSR1, 1);
 
-	inner = new_kq();
-	outer = new_kq();
+	inner = t_new_kq();
+	outer = t_new_kq();
 	watch(inner, SIGUSR1);
 	t_change(outer, (uintptr_t)inner, EVFILT_READ, EV_ADD, 0, 0, NULL);
 	pfd.fd = inner;
@@ -997,7 +961,7 @@ ignored_signal_from_other_process_wakes_infinite_wait_with_the_event(
     void **state)
 {
 	struct kevent ev;
-	int kq = new_kq(), r, err;
+	int kq = t_new_kq(), r, err;
 	pid_t pid;
 
 	(void)state;
@@ -1032,13 +996,13 @@ static void
 handler_interrupts_wait_with_eintr_on_kqueue_without_events(void **state)
 {
 	struct kevent ev;
-	int watcher = new_kq(), idle = new_kq(), r, err, sv[2];
+	int watcher = t_new_kq(), idle = t_new_kq(), r, err, sv[2];
 	pid_t pid;
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	track(sv[0]);
-	track(sv[1]);
+	t_track(sv[0]);
+	t_track(sv[1]);
 	t_change(idle, (uintptr_t)sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	watch(watcher, SIGUSR1);
 	assert_true(signal(SIGUSR1, on_hit) != SIG_ERR);	/* SA_RESTART */
@@ -1081,7 +1045,7 @@ handler_signal_during_wait_on_watching_kqueue_gives_event_or_eintr(
     void **state)
 {
 	struct kevent ev;
-	int kq = new_kq(), r, err;
+	int kq = t_new_kq(), r, err;
 	pid_t pid;
 
 	(void)state;
@@ -1117,7 +1081,7 @@ handler_signal_during_wait_on_watching_kqueue_gives_event_or_eintr(
 static void
 fork_child_inherits_no_kqueue_but_can_watch_signals_itself(void **state)
 {
-	int kq = new_kq(), st;
+	int kq = t_new_kq(), st;
 	pid_t pid;
 
 	(void)state;
@@ -1165,7 +1129,7 @@ fork_child_keeps_ignored_disposition_across_exec(void **state)
 	char buf[64];
 	ssize_t n;
 	size_t len = 0;
-	int kq = new_kq(), p[2], st;
+	int kq = t_new_kq(), p[2], st;
 	pid_t pid;
 
 	(void)state;

@@ -41,29 +41,13 @@
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 
-#define MAX_FDS 16
-static int open_fds[MAX_FDS];
-static int n_open_fds;
-
 static int
 teardown(void **state)
 {
 	(void)state;
 	alarm(0);
-	while (n_open_fds > 0)
-		close(open_fds[--n_open_fds]);
+	t_close_tracked();
 	return 0;
-}
-
-static int
-new_kq(void)
-{
-	int kq = kqueue();
-
-	assert_true(kq >= 0);
-	assert_true(n_open_fds < MAX_FDS);
-	open_fds[n_open_fds++] = kq;
-	return kq;
 }
 
 static int64_t
@@ -207,7 +191,7 @@ check_unit(unsigned int fflags, int64_t data, int64_t ns)
 	int64_t t0, t1;
 	int kq;
 
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, fflags, data, NULL);
 	ev = wait_one(kq, (int)(ns / MS) + 2000);
@@ -274,7 +258,7 @@ timer_periodic_fires_repeatedly_with_data_one(void **state)
 	int kq, k;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 3, EVFILT_TIMER, EV_ADD, 0, 100, (void *)0x33);
 	for (k = 1; k <= 5; k++) {
@@ -301,7 +285,7 @@ timer_periodic_counts_overruns_in_data(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_MSECONDS, 20, NULL);
 	t_added = mono_ns();
@@ -324,7 +308,7 @@ timer_relative_returns_ev_clear_and_fflags_zero(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_USECONDS, 10000, NULL);
 	ev = wait_one(kq, 2000);
 	assert_int_equal(ev.flags, EV_CLEAR);
@@ -345,7 +329,7 @@ timer_oneshot_fires_once_then_delete_gives_enoent(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 4, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 20, NULL);
 	ev = wait_one(kq, 2000);
 	assert_int_equal(ev.ident, 4);
@@ -365,7 +349,7 @@ timer_periodic_zero_fires_repeatedly_as_one_unit(void **state)
 	int kq, k;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 0, NULL);
 	for (k = 0; k < 5; k++) {
@@ -388,7 +372,7 @@ timer_oneshot_zero_fires_at_once(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 0, NULL);
 	ev = wait_one(kq, 2000);
 	assert_int_equal(ev.data, 1);
@@ -413,7 +397,7 @@ timer_abstime_fires_once_not_before_deadline_and_stays_triggered(void **state)
 	int kq, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	deadline_us = real_ns() / 1000 + 100000;
 	t_change(kq, 9, EVFILT_TIMER, EV_ADD, NOTE_ABSTIME | NOTE_USECONDS,
 	    deadline_us, (void *)0x99);
@@ -445,7 +429,7 @@ timer_abstime_with_ev_clear_is_reported_once(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	deadline_ms = real_ns() / MS + 50;
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_CLEAR, NOTE_ABSTIME,
 	    deadline_ms, NULL);
@@ -467,7 +451,7 @@ timer_abstime_oneshot_fires_once_then_is_gone(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	deadline_ns = real_ns() + 60 * MS;
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT,
 	    NOTE_ABSTIME | NOTE_NSECONDS, deadline_ns, NULL);
@@ -486,7 +470,7 @@ check_abstime_fires_at_once(unsigned int unit, int64_t data)
 	struct kevent ev;
 	int kq;
 
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_ABSTIME | unit, data, NULL);
 	ev = wait_one(kq, 2000);
 	assert_int_equal(ev.ident, 1);
@@ -526,7 +510,7 @@ timer_readd_discards_expirations_and_restarts(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 20, (void *)1);
 	sleep_ms(100);		/* several expirations pending */
 	t1 = mono_ns();
@@ -548,7 +532,7 @@ timer_readd_of_expired_oneshot_restarts_it(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 10, NULL);
 	sleep_ms(60);		/* expired, not retrieved */
 	t1 = mono_ns();
@@ -572,7 +556,7 @@ timer_readd_changes_the_period(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_SECONDS, 5, NULL);
 	sleep_ms(50);
 	t_expect_none(kq);
@@ -597,7 +581,7 @@ timer_negative_data_gives_einval_entry(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	expect_error_entry(kq, 1, EV_ADD, 0, -1, EINVAL);
 	expect_error_entry(kq, 1, EV_ADD | EV_ONESHOT, NOTE_SECONDS,
 	    INT64_MIN, EINVAL);
@@ -614,7 +598,7 @@ timer_unknown_fflags_bit_gives_einval(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		expect_error_entry(kq, 1, EV_ADD, bad[i], 100, EINVAL);
 	assert_not_registered(kq, 1);
@@ -626,7 +610,7 @@ timer_two_units_give_einval(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	expect_error_entry(kq, 1, EV_ADD, NOTE_SECONDS | NOTE_MSECONDS, 1,
 	    EINVAL);
 	expect_error_entry(kq, 1, EV_ADD, NOTE_USECONDS | NOTE_NSECONDS, 1,
@@ -655,7 +639,7 @@ timer_disable_keeps_period_and_enable_delivers_missed(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 100, NULL);
 	t_added = mono_ns();
@@ -686,7 +670,7 @@ timer_delete_stops_it(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 10, NULL);
 	(void)wait_one(kq, 2000);
 	sleep_ms(50);		/* expirations pending */
@@ -740,7 +724,7 @@ timer_million_oneshots_each_delivered_once_never_early(void **state)
 	assert_non_null(ch);
 	assert_non_null(ev);
 	fds0 = t_count_fds();
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	for (i = 0; i < n; i += batch) {
 		int64_t start = mono_ns() - t0;
@@ -803,7 +787,7 @@ timer_count_is_not_limited_by_rlimit_nofile(void **state)
 	int kq, fds, i, failed = 0;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	fds = t_count_fds();
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
 	low = old;
@@ -879,7 +863,7 @@ timer_wakes_kevent_blocked_without_timeout(void **state)
 	int kq, r;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 100, NULL);
 	watchdog(5);
@@ -902,7 +886,7 @@ timer_different_idents_are_independent(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 30, (void *)1);
 	t_change(kq, 2, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 300, (void *)2);
@@ -929,8 +913,8 @@ timer_same_ident_in_two_kqueues_is_independent(void **state)
 	int kq1, kq2;
 
 	(void)state;
-	kq1 = new_kq();
-	kq2 = new_kq();
+	kq1 = t_new_kq();
+	kq2 = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq1, 7, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 30, (void *)1);
 	t_change(kq2, 7, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 300, (void *)2);

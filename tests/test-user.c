@@ -18,28 +18,12 @@
 
 #include <limits.h>
 
-#define MAX_FDS 8
-static int open_fds[MAX_FDS];
-static int n_open_fds;
-
 static int
 teardown(void **state)
 {
 	(void)state;
-	while (n_open_fds > 0)
-		close(open_fds[--n_open_fds]);
+	t_close_tracked();
 	return 0;
-}
-
-static int
-new_kq(void)
-{
-	int kq = kqueue();
-
-	assert_true(kq >= 0);
-	assert_true(n_open_fds < MAX_FDS);
-	open_fds[n_open_fds++] = kq;
-	return kq;
 }
 
 /* Apply one change without an event list: 0 or the errno. */
@@ -83,7 +67,7 @@ user_trigger_fires_with_stored_fflags_and_data(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0x000123, 42,
 	    (void *)0xab);
 	t_expect_none(kq);
@@ -105,7 +89,7 @@ check_ffop(unsigned int from, unsigned int op, unsigned int bits,
 	struct kevent ev;
 	int kq;
 
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 5, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	/* Set the stored flags with FFCOPY first (the add stores as given). */
 	t_change(kq, 5, EVFILT_USER, 0, NOTE_FFCOPY | from, 0, NULL);
@@ -170,7 +154,7 @@ user_data_is_stored_from_the_last_change(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 2, EVFILT_USER, EV_ADD, 0, 1, NULL);
 	trigger(kq, 2, 0, INT64_MAX);
 	ev = expect_user(kq, 2);
@@ -197,7 +181,7 @@ user_without_ev_clear_stays_triggered_until_clear_change(void **state)
 	int kq, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 3, EVFILT_USER, EV_ADD, 0, 0, NULL);
 	trigger(kq, 3, NOTE_FFCOPY | 0x11, 9);
 	for (i = 0; i < 4; i++) {
@@ -224,7 +208,7 @@ user_with_ev_clear_is_delivered_once_per_trigger(void **state)
 	int kq, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 4, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	for (i = 0; i < 3; i++) {
 		trigger(kq, 4, 0, i);
@@ -247,7 +231,7 @@ user_ev_clear_in_modify_resets_trigger(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	t_change(kq, 2, EVFILT_USER, EV_ADD, 0, 0, NULL);
 	trigger(kq, 1, 0, 0);
@@ -273,7 +257,7 @@ user_trigger_while_disabled_is_delivered_on_enable(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 6, EVFILT_USER, EV_ADD | EV_CLEAR | EV_DISABLE, 0, 0,
 	    NULL);
 	trigger(kq, 6, NOTE_FFCOPY | 0x6, 66);
@@ -304,7 +288,7 @@ user_trigger_in_first_add_does_not_fire(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 7, EVFILT_USER, EV_ADD, NOTE_TRIGGER | 0x70, 0, NULL);
 	t_expect_none(kq);
 	t_change(kq, 8, EVFILT_USER, EV_ADD | EV_CLEAR, NOTE_TRIGGER, 0, NULL);
@@ -327,7 +311,7 @@ user_trigger_of_missing_knote_gives_enoent(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	assert_int_equal(change_errno(kq, 9, 0, NOTE_TRIGGER, 0), ENOENT);
 	assert_int_equal(change_errno(kq, 9, EV_DELETE, 0, 0), ENOENT);
 	t_change(kq, 9, EVFILT_USER, EV_ADD, 0, 0, NULL);
@@ -343,7 +327,7 @@ user_delete_drops_pending_trigger(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
 	trigger(kq, 1, 0, 0);
 	t_change(kq, 1, EVFILT_USER, EV_DELETE, 0, 0, NULL);
@@ -363,7 +347,7 @@ user_libevent_nginx_wakeup_pattern(void **state)
 	int kq, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 0, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	t_expect_none(kq);
 	for (i = 0; i < 3; i++) {
@@ -385,7 +369,7 @@ user_go_wakeup_pattern(void **state)
 	int kq, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 0, EVFILT_USER, EV_ADD, 0, 0, NULL);
 	t_expect_none(kq);
 	for (i = 0; i < 3; i++) {
@@ -409,7 +393,7 @@ user_mio_wakeup_pattern_oneshot_on_modify_is_ignored(void **state)
 	int kq, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 0, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	for (i = 0; i < 3; i++) {
 		t_change(kq, 0, EVFILT_USER, EV_ADD | EV_ONESHOT, NOTE_TRIGGER,
@@ -432,7 +416,7 @@ user_forceoneshot_makes_existing_knote_oneshot(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
 	t_change(kq, 1, EVFILT_USER, EV_FORCEONESHOT, NOTE_TRIGGER, 0, NULL);
 	ev = expect_user(kq, 1);
@@ -451,7 +435,7 @@ user_dispatch_is_rearmed_by_enable(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	/* With EV_CLEAR: one delivery per trigger, held while dispatched. */
 	t_change(kq, 1, EVFILT_USER, EV_ADD | EV_DISPATCH | EV_CLEAR, 0, 0,
 	    NULL);
@@ -484,7 +468,7 @@ user_oneshot_is_delivered_once_then_gone(void **state)
 	int kq;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_USER, EV_ADD | EV_ONESHOT, 0, 0, NULL);
 	trigger(kq, 1, 0, 3);
 	ev = expect_user(kq, 1);
@@ -505,7 +489,7 @@ user_receipt_entries(void **state)
 	int kq, r, i;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	EV_SET(&ch[0], 1, EVFILT_USER, EV_ADD | EV_RECEIPT, 0, 0, (void *)1);
 	EV_SET(&ch[1], 1, EVFILT_USER, EV_RECEIPT, NOTE_TRIGGER, 0, (void *)2);
 	EV_SET(&ch[2], 2, EVFILT_USER, EV_RECEIPT, NOTE_TRIGGER, 0, (void *)3);
@@ -542,7 +526,7 @@ user_events_use_no_descriptors(void **state)
 	int kq, fds0, fds1, i, got = 0, dup = 0, r;
 
 	(void)state;
-	kq = new_kq();
+	kq = t_new_kq();
 	/*
 	 * One user event triggered and collected first, for whatever the
 	 * kqueue sets up once (kq: the doorbell that wakes other threads).
@@ -586,8 +570,8 @@ user_idents_and_kqueues_are_independent(void **state)
 	int kq1, kq2;
 
 	(void)state;
-	kq1 = new_kq();
-	kq2 = new_kq();
+	kq1 = t_new_kq();
+	kq2 = t_new_kq();
 	t_change(kq1, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, (void *)11);
 	t_change(kq1, 2, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, (void *)12);
 	t_change(kq2, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, (void *)21);
