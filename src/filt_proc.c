@@ -65,6 +65,8 @@
 #define PN_CHILD	0x02	/* NOTE_CHILD notice to report */
 #define PN_CHILDOUT	0x04	/* the last delivery was that notice */
 #define PN_CNEXIT	0x08	/* the connector reported the exit */
+#define PN_EXITWAIT	0x10	/* exited; its status is on the connector */
+#define PN_ZOMBIE	0x20	/* had exited when it was registered */
 
 struct procnote {
 	struct knote	pn_kn;
@@ -206,12 +208,45 @@ proc_mark_exit(struct procnote *pn)
 	}
 }
 
+/*
+ * Should the exit of pn (its pidfd just became readable) wait for the
+ * connector's exit event, which carries the status?  Linux keeps the
+ * status of a process only for its parent, and the kernel sends the
+ * connector's event just after it makes the pidfd readable (do_exit:
+ * exit_notify, then proc_exit_connector), so reading the status at once
+ * races with the parent's reaping.  Wait when the status is wanted, the
+ * connector is open, the process is not our child, and it exited after
+ * the knote was registered (so the event is not filtered as older).
+ */
 static int
-proc_check_exit(struct procnote *pn)
+proc_await_cn(struct kqueue *kq, struct procnote *pn)
 {
-	if (!(pn->pn_state & PN_EXITED) && pn->pn_pidfd >= 0 &&
-	    kq_pidfd_exited(pn->pn_pidfd))
-		proc_mark_exit(pn);
+	siginfo_t si;
+
+	if (!(pn->pn_kn.kn_sfflags & NOTE_EXIT) ||
+	    (pn->pn_state & (PN_CNEXIT | PN_ZOMBIE)) ||
+	    kq->kq_src[KQ_SRC_PROC].ks_ready == NULL)
+		return 0;
+	memset(&si, 0, sizeof(si));
+	return waitid((idtype_t)KQ_P_PIDFD, (id_t)pn->pn_pidfd, &si,
+	    WEXITED | WNOWAIT | WNOHANG) != 0 || si.si_pid == 0;
+}
+
+/*
+ * Has the process of pn exited (and may that be reported)?  While the
+ * status is awaited from the connector (PN_EXITWAIT) the answer is no;
+ * proc_cn_handle or proc_cn_lost finish the exit.
+ */
+static int
+proc_check_exit(struct kqueue *kq, struct procnote *pn)
+{
+	if (!(pn->pn_state & (PN_EXITED | PN_EXITWAIT)) &&
+	    pn->pn_pidfd >= 0 && kq_pidfd_exited(pn->pn_pidfd)) {
+		if (proc_await_cn(kq, pn))
+			pn->pn_state |= PN_EXITWAIT;
+		else
+			proc_mark_exit(pn);
+	}
 	return (pn->pn_state & PN_EXITED) != 0;
 }
 
@@ -383,9 +418,10 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 			return;
 		pn->pn_state |= PN_CNEXIT;
 		pn->pn_cnstatus = (int)ev->event_data.exit.exit_code;
-		if (pn->pn_pidfd >= 0)
-			return;
-		proc_mark_exit(pn);	/* followed by the connector alone */
+		if (pn->pn_pidfd >= 0 && !(pn->pn_state & PN_EXITWAIT))
+			return;		/* the pidfd says when it is gone */
+		/* Followed by the connector alone, or awaited its status. */
+		proc_mark_exit(pn);
 		break;
 	default:
 		return;
@@ -395,7 +431,8 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 
 /*
  * Messages were lost (ENOBUFS): forks may have gone unseen, so every
- * tracking knote reports NOTE_TRACKERR.
+ * tracking knote reports NOTE_TRACKERR; an exit awaiting its status from
+ * the connector is reported with the best status left.
  */
 static void
 proc_cn_lost(struct kqueue *kq)
@@ -404,13 +441,18 @@ proc_cn_lost(struct kqueue *kq)
 	size_t b;
 
 	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
-		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link)
-			if (kn->kn_filter == EVFILT_PROC &&
-			    (kn->kn_sfflags & NOTE_TRACK) &&
-			    !(PN(kn)->pn_state & PN_EXITED)) {
+		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link) {
+			if (kn->kn_filter != EVFILT_PROC)
+				continue;
+			if (PN(kn)->pn_state & PN_EXITWAIT)
+				proc_mark_exit(PN(kn));
+			else if ((kn->kn_sfflags & NOTE_TRACK) &&
+			    !(PN(kn)->pn_state & PN_EXITED))
 				PN(kn)->pn_fflags |= NOTE_TRACKERR;
-				proc_wake(kq, PN(kn));
-			}
+			else
+				continue;
+			proc_wake(kq, PN(kn));
+		}
 }
 
 static void
@@ -574,13 +616,17 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 	kn->kn_flags &= ~EV_FLAG1;
 	if (fd < 0)
 		return errno == EINVAL ? ESRCH : errno;	/* a thread id */
-	if (!(kn->kn_sfflags & NOTE_EXIT) && kq_pidfd_exited(fd)) {
-		/* FreeBSD finds a zombie only for NOTE_EXIT. */
-		close(fd);
-		return ESRCH;
+	/* First the time, then the check: see proc_await_cn. */
+	pn->pn_since = (uint64_t)kq_now_ns();
+	if (kq_pidfd_exited(fd)) {
+		if (!(kn->kn_sfflags & NOTE_EXIT)) {
+			/* FreeBSD finds a zombie only for NOTE_EXIT. */
+			close(fd);
+			return ESRCH;
+		}
+		pn->pn_state |= PN_ZOMBIE;
 	}
 	pn->pn_pidfd = fd;
-	pn->pn_since = (uint64_t)kq_now_ns();
 	kn->kn_flags |= EV_CLEAR;	/* as FreeBSD: automatically set */
 	/* Edge-triggered: an exited process fires once, here if a zombie. */
 	e = kq_knsrc_add(kq, kn, fd, EPOLLIN);
@@ -612,7 +658,7 @@ filt_procupdate(struct kqueue *kq, struct knote *kn, int readd)
 
 	if (kn->kn_status & KN_DISABLED)
 		return 0;
-	(void)proc_check_exit(pn);
+	(void)proc_check_exit(kq, pn);
 	proc_wake(kq, pn);
 	return 0;
 }
@@ -622,7 +668,7 @@ filt_proc(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
 	struct procnote *pn = PN(kn);
-	int exited = proc_check_exit(pn);
+	int exited = proc_check_exit(kq, pn);
 
 	if (pn->pn_state & PN_CHILD) {
 		/* FreeBSD's separate one-shot NOTE_CHILD knote. */
