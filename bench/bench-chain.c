@@ -368,8 +368,39 @@ ch_run(const struct bench_opts *o, struct bench_result *res)
 	return failed ? -1 : 0;
 }
 
+/*
+ * `kqbench --chain-fixed BACKEND N ITERS`: ITERS runs of the chain over N
+ * socketpairs with a = 1 and 1000 writes per run.
+ */
+static int
+ch_fixed(int argc, char **argv)
+{
+	struct chain c;
+	int bk, rc;
+
+	if (argc != 3 || (bk = bk_parse(argv[0])) < 0) {
+		fprintf(stderr, "usage: kqbench --chain-fixed BACKEND N ITERS\n");
+		return 2;
+	}
+	memset(&c, 0, sizeof(c));
+	c.n = atoi(argv[1]);
+	c.a = 1;
+	c.w = 1000;
+	if (fdpairs_open(&c.p, c.n, 1, 0) < 0 || ch_open(&c, bk) < 0) {
+		perror("chain: set-up");
+		return 1;
+	}
+	rc = ch_runs(&c, atol(argv[2]));
+	printf("%s n=%d failures=%ld%s%s\n", bk_name(bk), c.n, c.failures,
+	    rc ? " error: " : "", rc ? strerror(c.err) : "");
+	ch_close(&c);
+	fdpairs_close(&c.p);
+	return rc < 0 || c.failures ? 1 : 0;
+}
+
 const struct bench_scenario bench_chain = {
 	.name = "chain",
 	.title = "libevent bench.c chain over n socketpairs, us per run",
 	.run = ch_run,
+	.fixed = ch_fixed,
 };

@@ -91,8 +91,30 @@ create_run(const struct bench_opts *o, struct bench_result *res)
 	return arg[0].errors || arg[1].errors ? -1 : 0;
 }
 
+/* `kqbench --create-fixed BACKEND N ITERS`: ITERS pairs (N is unused). */
+static int
+create_fixed(int argc, char **argv)
+{
+	struct create_arg a = { 0 };
+	int bk;
+
+	if (argc != 3 || ((bk = bk_parse(argv[0])) != BK_KQ &&
+	    bk != BK_EPOLL)) {
+		fprintf(stderr, "usage: kqbench --create-fixed kq|epoll N "
+		    "ITERS\n");
+		return 2;
+	}
+	a.kq = bk == BK_KQ;
+	if (create_loop(&a, atol(argv[2])) < 0) {
+		fprintf(stderr, "create: %s\n", strerror(a.err));
+		return 1;
+	}
+	return 0;
+}
+
 const struct bench_scenario bench_create = {
 	.name = "create",
 	.title = "kqueue()+close() vs epoll_create1()+close(), ns per pair",
 	.run = create_run,
+	.fixed = create_fixed,
 };

@@ -137,8 +137,45 @@ idle_run(const struct bench_opts *o, struct bench_result *res)
 	return failed ? -1 : 0;
 }
 
+/*
+ * `kqbench --idle-fixed BACKEND N ITERS`: exactly ITERS zero-timeout waits
+ * over N idle descriptors (the syscalls scenario traces it).
+ */
+static int
+idle_fixed(int argc, char **argv)
+{
+	struct waitset ws;
+	struct fdpairs p;
+	int bk, n, *fds, rc;
+
+	if (argc != 3 || (bk = bk_parse(argv[0])) < 0 ||
+	    (n = atoi(argv[1])) < 2) {
+		fprintf(stderr, "usage: kqbench --idle-fixed BACKEND N ITERS\n");
+		return 2;
+	}
+	if (fdpairs_open(&p, n / 2, 1, 0) < 0 ||
+	    !(fds = malloc(sizeof(int) * (size_t)n))) {
+		perror("idle: socketpairs");
+		return 1;
+	}
+	for (int i = 0; i < n / 2 * 2; i++)
+		fds[i] = i % 2 ? p.w[i / 2] : p.r[i / 2];
+	if (waitset_open(&ws, bk, fds, n / 2 * 2, 0) < 0) {
+		perror("idle: set-up");
+		return 1;
+	}
+	rc = waitset_loop(&ws, atol(argv[2]));
+	printf("%s n=%d calls=%ld bad=%ld\n", bk_name(bk), n, ws.calls,
+	    ws.bad);
+	waitset_close(&ws);
+	free(fds);
+	fdpairs_close(&p);
+	return rc < 0 || ws.bad ? 1 : 0;
+}
+
 const struct bench_scenario bench_idle = {
 	.name = "idle",
 	.title = "zero-timeout wait over N idle descriptors, ns per call",
 	.run = idle_run,
+	.fixed = idle_fixed,
 };

@@ -186,8 +186,51 @@ ops_run(const struct bench_opts *o, struct bench_result *res)
 	return errors[0] || errors[1] ? -1 : 0;
 }
 
+/*
+ * `kqbench --ops-fixed BACKEND N ITERS`: ITERS rounds of the four changes
+ * (add, disable, enable, delete) on each of N pipes; a unit is one change.
+ */
+static int
+ops_fixed(int argc, char **argv)
+{
+	struct ops_acc a = { 0 };
+	struct fdpairs p;
+	long rounds;
+	int bk, fd;
+
+	if (argc != 3 || ((bk = bk_parse(argv[0])) != BK_KQ &&
+	    bk != BK_EPOLL)) {
+		fprintf(stderr, "usage: kqbench --ops-fixed kq|epoll N ITERS\n");
+		return 2;
+	}
+	if (fdpairs_open(&p, atoi(argv[1]), 0, 0) < 0) {
+		perror("ops: pipes");
+		return 1;
+	}
+	/* ITERS changes: ITERS / (4 N) rounds (the caller picks a multiple). */
+	rounds = atol(argv[2]) / (OPS_NPHASE * (long)(p.n ? p.n : 1));
+	fd = bk == BK_KQ ? kqueue() : epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0) {
+		perror("ops: kqueue/epoll_create1");
+		return 1;
+	}
+	for (long r = 0; r < rounds; r++) {
+		if (bk == BK_KQ)
+			ops_round_kq(fd, &p, &a);
+		else
+			ops_round_epoll(fd, &p, &a);
+	}
+	close(fd);
+	fdpairs_close(&p);
+	if (a.errors)
+		fprintf(stderr, "ops: %ld errors: %s\n", a.errors,
+		    strerror(a.err));
+	return a.errors ? 1 : 0;
+}
+
 const struct bench_scenario bench_ops = {
 	.name = "ops",
 	.title = "EV_ADD/DISABLE/ENABLE/DELETE vs epoll_ctl, ns per change",
 	.run = ops_run,
+	.fixed = ops_fixed,
 };

@@ -95,9 +95,10 @@ sc_parse(const char *path, struct sc_list *l)
 
 /* One traced workload: `kqbench --<scen>-fixed BACKEND n iters`. */
 struct sc_work {
-	const char *scen;	/* "ring" or "allready" */
-	int	 n;
+	const char *scen;	/* a scenario with a `fixed` entry point */
+	int	 n;		/* its size argument */
 	const char *unit;	/* what one of `iters` is */
+	long	 iters;		/* units traced in quick mode */
 };
 
 /*
@@ -269,17 +270,24 @@ static int
 sc_run(const struct bench_opts *o, struct bench_result *res)
 {
 	static const struct sc_work works[] = {
-		{ "ring", 8, "iteration" },
-		{ "ring", 1000, "iteration" },
-		{ "allready", 1000, "call" },
+		{ "ring", 8, "iteration", 20000 },
+		{ "ring", 1000, "iteration", 20000 },
+		{ "idle", 1000, "call", 20000 },
+		{ "allready", 1000, "call", 100 },
+		{ "ops", 1000, "change", 40000 },
+		{ "chain", 100, "run", 20 },
+		{ "chain", 1000, "run", 20 },
+		{ "threads", 1, "move", 20000 },
+		{ "threads", 2, "move", 20000 },
+		{ "create", 0, "pair", 10000 },
 	};
 	static const int bks[] = { BK_KQ, BK_EPOLL };
 	static struct sc_list lists[2];
 	struct bench_table *t = bt_new(res, "syscalls",
-	    "syscalls: system calls per wait call, kq vs epoll (strace -f -c)");
+	    "syscalls: system calls per unit of work, kq vs epoll (strace -f -c)");
 	struct bench_table *b = bt_new(res, "syscalls-breakdown",
 	    "syscalls-breakdown: calls per unit of work by system call");
-	char dir[4096], msg[256] = "", diffs[1024] = "";
+	char dir[4096], msg[256] = "", diffs[2048] = "";
 	int failed = 0;
 
 	bt_cols(t, "workload|n|backend|units|syscalls/unit|x epoll|"
@@ -292,14 +300,14 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 	}
 	for (size_t wi = 0; wi < sizeof(works) / sizeof(works[0]); wi++) {
 		const struct sc_work *w = &works[wi];
-		long iters = strcmp(w->scen, "ring") == 0 ?
-		    (o->tiny ? 1000 : o->quick ? 20000 : 100000) :
-		    (o->tiny ? 10 : o->quick ? 100 : 500);
+		/* ops: whole rounds of 4 changes on each of the n pipes. */
+		long iters = o->tiny ? (w->iters / 20 > 0 ? w->iters / 20 : 1) :
+		    o->quick ? w->iters : w->iters * 5;
 		double per[2] = { 0, 0 };
 		int ok[2] = { 0, 0 };
 
-		if (o->tiny && wi > 0)
-			break;
+		if (strcmp(w->scen, "ops") == 0 && iters < 4L * w->n)
+			iters = 4L * w->n;
 		for (size_t bi = 0; bi < sizeof(bks) / sizeof(bks[0]); bi++) {
 			const char *bk = bk_name(bks[bi]);
 			struct sc_list *run = &lists[bi];
@@ -358,9 +366,16 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 			    &lists[1], iters);
 	}
 	bt_note(t, "Cost: lower is better; `x epoll` = kq's system calls per "
-	    "unit / raw epoll's. A unit is one wait call: a ring iteration, "
-	    "or one zero-timeout call returning all N ready events "
-	    "(allready). Counts are (traced run with K units) - (traced run "
+	    "unit / raw epoll's. Units: a ring iteration (one wait, one read "
+	    "or write, one re-arm); one zero-timeout wait over n idle "
+	    "descriptors (idle) or returning all n ready ones (allready); one "
+	    "registration change, EV_ADD/DISABLE/ENABLE/DELETE against the "
+	    "matching epoll_ctl (ops, n pipes); one chain run of 1000 writes "
+	    "with a = 1 (chain, n socketpairs); one token moved by n threads "
+	    "sharing one kqueue with EV_DISPATCH or one epoll set with "
+	    "EPOLLONESHOT (threads; futex calls are lock contention); one "
+	    "kqueue()+close() against epoll_create1()+close() (create). "
+	    "Counts are (traced run with K units) - (traced run "
 	    "with 0 units), divided by K, so set-up and tear-down cancel. "
 	    "Raw epoll needs 3 calls per ring iteration (epoll_wait, "
 	    "epoll_ctl, read or write); kq over epoll cannot go below that. "
@@ -373,6 +388,6 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 
 const struct bench_scenario bench_syscalls = {
 	.name = "syscalls",
-	.title = "system calls per ring iteration / allready call, strace",
+	.title = "system calls per unit of work of each scenario, strace",
 	.run = sc_run,
 };

@@ -32,6 +32,8 @@ struct th_shared {
 	int	 bk;
 	int	 fd;		/* kq or epoll */
 	atomic_int stop;
+	long	 limit;		/* stop after this many moves (0: by time) */
+	atomic_long done;	/* moves so far, counted when limit != 0 */
 };
 
 struct th_worker {
@@ -55,6 +57,8 @@ th_move(struct th_shared *sh, struct th_worker *w, int i)
 	if (write(sh->p.w[nx], "t", 1) != 1)
 		w->errors++;
 	w->iters++;
+	if (sh->limit && atomic_fetch_add(&sh->done, 1) + 1 >= sh->limit)
+		atomic_store(&sh->stop, 1);
 }
 
 static void *
@@ -209,7 +213,12 @@ th_once(struct th_shared *sh, int bk, int nthr, double secs,
 			break;
 		}
 	}
-	if (nthr > 0) {
+	if (nthr > 0 && sh->limit) {
+		struct timespec d = { 0, 1000000L };
+
+		while (!atomic_load(&sh->stop))
+			nanosleep(&d, NULL);
+	} else if (nthr > 0) {
 		struct timespec d = { (time_t)secs,
 		    (long)((secs - (double)(time_t)secs) * 1e9) };
 
@@ -323,8 +332,47 @@ th_run(const struct bench_opts *o, struct bench_result *res)
 	return failed ? -1 : 0;
 }
 
+/*
+ * `kqbench --threads-fixed BACKEND T ITERS`: T threads move ITERS tokens
+ * (give or take one per thread) and stop.
+ */
+static int
+th_fixed(int argc, char **argv)
+{
+	struct th_shared sh;
+	struct bench_sample s = { 0 };
+	long errors = 0;
+	char why[160] = "";
+	int bk, nthr;
+
+	if (argc != 3 || ((bk = bk_parse(argv[0])) != BK_KQ &&
+	    bk != BK_EPOLL) || (nthr = atoi(argv[1])) < 1 ||
+	    nthr > TH_MAXT) {
+		fprintf(stderr, "usage: kqbench --threads-fixed kq|epoll T "
+		    "ITERS\n");
+		return 2;
+	}
+	memset(&sh, 0, sizeof(sh));
+	sh.fd = -1;
+	sh.limit = atol(argv[2]);
+	if (fdpairs_open(&sh.p, TH_RING, 0, 0) < 0) {
+		perror("threads: pipes");
+		return 1;
+	}
+	if (sh.limit > 0 && th_once(&sh, bk, nthr, 0.0, &s, &errors, why,
+	    sizeof(why)) < 0) {
+		fprintf(stderr, "threads: %s\n", why);
+		return 1;
+	}
+	fdpairs_close(&sh.p);
+	printf("%s threads=%d moves=%ld errors=%ld\n", bk_name(bk), nthr,
+	    s.iters, errors);
+	return errors ? 1 : 0;
+}
+
 const struct bench_scenario bench_threads = {
 	.name = "threads",
 	.title = "1 and 2 threads on one kqueue with EV_DISPATCH, iterations/s",
 	.run = th_run,
+	.fixed = th_fixed,
 };

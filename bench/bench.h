@@ -185,7 +185,7 @@ spread_pct(const double *v, int n, double med)
 /* ---- result tables ----------------------------------------------------- */
 
 #define BT_MAXCOLS	14
-#define BT_MAXROWS	96
+#define BT_MAXROWS	160
 #define BT_CELL		64
 #define BT_MAXTABLES	4
 
@@ -197,7 +197,7 @@ spread_pct(const double *v, int n, double med)
 struct bench_table {
 	char	name[32];
 	char	title[128];
-	char	notes[2048];
+	char	notes[4096];
 	int	ncols;
 	int	nrows;
 	char	cols[BT_MAXCOLS][BT_CELL];
@@ -456,6 +456,10 @@ extern const struct bench_scenario bench_chain;
 extern const struct bench_scenario bench_prefork;
 extern const struct bench_scenario bench_threads;
 extern const struct bench_scenario bench_timers;
+
+/* headline.c: the headline table, built from the scenarios' tables. */
+void headline_take(const struct bench_table *t);
+void headline_write(FILE *md, FILE *txt);
 
 /* plots.c: gnuplot SVGs of the TSVs in outdir, linked from report.md. */
 void bench_plots(const char *outdir, FILE *md);

@@ -275,7 +275,9 @@ main(int argc, char **argv)
 	struct bench_result *res;
 	char path[4096];
 	ssize_t sl;
-	FILE *md;
+	FILE *md, *rep;
+	char *body = NULL;
+	size_t bodylen = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* Hidden entry points for re-execution (see bench-syscalls.c). */
@@ -379,11 +381,12 @@ main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/report.md", o.outdir);
-	if (!(md = fopen(path, "w"))) {
-		fprintf(stderr, "kqbench: %s: %s\n", path, strerror(errno));
+	/* The scenarios' sections go to memory; the headline comes first. */
+	if (!(md = open_memstream(&body, &bodylen))) {
+		fprintf(stderr, "kqbench: open_memstream: %s\n",
+		    strerror(errno));
 		return 1;
 	}
-	md_header(md, &o, cmdline);
 	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (res == MAP_FAILED) {
@@ -420,6 +423,7 @@ main(int argc, char **argv)
 		for (int k = 0; k < res->ntables; k++) {
 			print_table(stdout, &res->table[k]);
 			md_table(md, &res->table[k]);
+			headline_take(&res->table[k]);
 			if (write_tsv(o.outdir, &res->table[k]) != 0)
 				fprintf(stderr, "kqbench: writing %s.tsv: %s\n",
 				    res->table[k].name, strerror(errno));
@@ -429,6 +433,17 @@ main(int argc, char **argv)
 	munmap(res, sizeof(*res));
 	bench_plots(o.outdir, md);
 	fclose(md);
+	if (!(rep = fopen(path, "w"))) {
+		fprintf(stderr, "kqbench: %s: %s\n", path, strerror(errno));
+		free(body);
+		return 1;
+	}
+	md_header(rep, &o, cmdline);
+	headline_write(rep, stdout);
+	fwrite(body, 1, bodylen, rep);
+	free(body);
+	if (fclose(rep) != 0)
+		fprintf(stderr, "kqbench: %s: %s\n", path, strerror(errno));
 	printf("\nkqbench: %d scenario(s), %d failed; report in %s\n", ran,
 	    failed, path);
 	return failed ? 1 : 0;
