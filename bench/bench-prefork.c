@@ -494,7 +494,7 @@ pf_run(const struct bench_opts *o, struct bench_result *res)
 	const char *ab = o->tiny ? NULL : pf_find_ab();
 	long total = o->tiny ? 40 : o->quick ? 2000 : 10000;
 	int conc = o->tiny ? 2 : o->quick ? 8 : 16, failed = 0;
-	int nsizes = o->tiny ? 1 : o->quick ? 2 : 3;
+	int nsizes = o->tiny ? 1 : 3;
 	char errs[512] = "";
 
 	bt_cols(t, "N|server|req/s|spread %|x epoll (req/s)|ctx sw/req|"
