@@ -449,6 +449,7 @@ extern const struct bench_scenario bench_ring;
 extern const struct bench_scenario bench_ops;
 extern const struct bench_scenario bench_idle;
 extern const struct bench_scenario bench_allready;
+extern const struct bench_scenario bench_paper;
 extern const struct bench_scenario bench_create;
 extern const struct bench_scenario bench_memory;
 extern const struct bench_scenario bench_syscalls;

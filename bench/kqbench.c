@@ -24,6 +24,7 @@ static const struct bench_scenario *const registry[] = {
 	&bench_ops,
 	&bench_idle,
 	&bench_allready,
+	&bench_paper,
 	&bench_create,
 	&bench_memory,
 	&bench_syscalls,

@@ -25,25 +25,55 @@ struct plot_spec {
 	const char *fval;
 	const char *xlabel, *ylabel;
 	int	    logx, logy;
+	/*
+	 * Optional second y column, drawn only for rows whose y2fcol equals
+	 * y2fval; its series are named "<series> <y2title>".
+	 */
+	const char *ycol2, *y2fcol, *y2fval, *y2title;
 };
 
 static const struct plot_spec plots[] = {
 	{ "idle", "idle", "Idle descriptors: one zero-timeout wait (cf. "
 	    "Lemon, Fig. 10)", "N", "ns/call CPU", "backend", NULL, NULL,
-	    "registered descriptors N (none ready)", "CPU ns per call", 1, 1 },
+	    "registered descriptors N (none ready)", "CPU ns per call", 1, 1,
+	    NULL, NULL, NULL, NULL },
 	{ "allready", "allready", "All N descriptors ready: one call returns "
 	    "N events (cf. Lemon, Fig. 11)", "N", "us/call CPU",
 	    "backend,fds", NULL, NULL, "ready descriptors N",
-	    "CPU us per call", 1, 1 },
+	    "CPU us per call", 1, 1,
+	    NULL, NULL, NULL, NULL },
 	{ "ring", "ring", "Token ring over n pipes (xpoll looptest)", "n",
 	    "iter/CPU-s", "backend", NULL, NULL, "pipes in the ring n",
-	    "iterations per CPU-second (higher is better)", 1, 1 },
+	    "iterations per CPU-second (higher is better)", 1, 1,
+	    NULL, NULL, NULL, NULL },
 	{ "chain-a1", "chain", "libevent chain benchmark, 1 active writer",
 	    "n", "us/run CPU", "backend", "a", "1", "socketpairs n",
-	    "CPU us per run (dispatch only)", 1, 1 },
+	    "CPU us per run (dispatch only)", 1, 1,
+	    NULL, NULL, NULL, NULL },
 	{ "chain-a100", "chain", "libevent chain benchmark, 100 active "
 	    "writers", "n", "us/run CPU", "backend", "a", "100",
-	    "socketpairs n", "CPU us per run (dispatch only)", 1, 1 },
+	    "socketpairs n", "CPU us per run (dispatch only)", 1, 1,
+	    NULL, NULL, NULL, NULL },
+	{ "paper-fig10-sockets", "paper", "Lemon Fig. 10, socketpairs: "
+	    "initial call (kq: one kevent() adding N; epoll: N ctl + wait)",
+	    "N", "first us CPU", "backend", "kind", "sockets",
+	    "descriptors N (none ready)", "CPU us per call", 1, 1,
+	    "call us CPU", "backend", "kq", "descriptor" },
+	{ "paper-fig10-pipes", "paper", "Lemon Fig. 10, pipes: initial call "
+	    "(kq: one kevent() adding N; epoll: N ctl + wait)", "N",
+	    "first us CPU", "backend", "kind", "pipes",
+	    "descriptors N (none ready)", "CPU us per call", 1, 1,
+	    "call us CPU", "backend", "kq", "descriptor" },
+	{ "paper-fig11-sockets", "paper-active", "Lemon Fig. 11, socketpairs: "
+	    "all N readable, one call returns N events", "N", "call us CPU",
+	    "backend", "kind", "sockets", "descriptors N (all ready)",
+	    "CPU us per call", 1, 1, "first us CPU", "backend", "kq",
+	    "initial call" },
+	{ "paper-fig11-pipes", "paper-active", "Lemon Fig. 11, pipes: all N "
+	    "readable, one call returns N events", "N", "call us CPU",
+	    "backend", "kind", "pipes", "descriptors N (all ready)",
+	    "CPU us per call", 1, 1, "first us CPU", "backend", "kq",
+	    "initial call" },
 };
 
 #define PL_MAXROWS	BT_MAXROWS
@@ -128,47 +158,80 @@ series_key(const struct tsv *t, int r, const char *spec, char *key,
 	}
 }
 
+/*
+ * The series key of row r for y column `which` (0: ycol, 1: ycol2) into
+ * key; returns 0 when the row has no point in that column.
+ */
+static int
+row_key(const struct tsv *t, int r, const struct plot_spec *ps, int which,
+    char *key, size_t len)
+{
+	int fc = ps->fcol ? tsv_col(t, ps->fcol) : -1;
+
+	if (fc >= 0 && strcmp(t->cell[r][fc], ps->fval) != 0)
+		return 0;
+	if (which == 1) {
+		int c = ps->y2fcol ? tsv_col(t, ps->y2fcol) : -1;
+
+		if (ps->y2fcol && (c < 0 ||
+		    strcmp(t->cell[r][c], ps->y2fval) != 0))
+			return 0;
+	}
+	series_key(t, r, ps->series, key, len);
+	if (which == 1)
+		snprintf(key + strlen(key), len - strlen(key), " %s",
+		    ps->y2title);
+	return 1;
+}
+
 /* Writes one plot into the script; returns 1 if drawn, 0 if no data. */
 static int
 plot_one(FILE *gp, int pi, const struct plot_spec *ps, const struct tsv *t)
 {
 	char keys[PL_MAXSER][BT_CELL * 2];
-	int nser = 0, xc = tsv_col(t, ps->xcol), yc = tsv_col(t, ps->ycol);
-	int fc = ps->fcol ? tsv_col(t, ps->fcol) : -1;
+	int kwhich[PL_MAXSER], yc[2], nser = 0, nwhich = 1;
+	int xc = tsv_col(t, ps->xcol);
 
-	if (xc < 0 || yc < 0 || (ps->fcol && fc < 0))
+	yc[0] = tsv_col(t, ps->ycol);
+	yc[1] = ps->ycol2 ? tsv_col(t, ps->ycol2) : -1;
+	if (yc[1] >= 0)
+		nwhich = 2;
+	if (xc < 0 || yc[0] < 0 || (ps->fcol && tsv_col(t, ps->fcol) < 0))
 		return 0;
-	for (int r = 0; r < t->nrows; r++) {
-		char key[BT_CELL * 2];
-		int k;
+	for (int w = 0; w < nwhich; w++)
+		for (int r = 0; r < t->nrows; r++) {
+			char key[BT_CELL * 2];
+			int k;
 
-		if (fc >= 0 && strcmp(t->cell[r][fc], ps->fval) != 0)
-			continue;
-		series_key(t, r, ps->series, key, sizeof(key));
-		for (k = 0; k < nser; k++)
-			if (strcmp(keys[k], key) == 0)
-				break;
-		if (k == nser && nser < PL_MAXSER)
-			snprintf(keys[nser++], sizeof(keys[0]), "%s", key);
-	}
+			if (!row_key(t, r, ps, w, key, sizeof(key)))
+				continue;
+			for (k = 0; k < nser; k++)
+				if (strcmp(keys[k], key) == 0)
+					break;
+			if (k == nser && nser < PL_MAXSER) {
+				kwhich[nser] = w;
+				snprintf(keys[nser++], sizeof(keys[0]), "%s",
+				    key);
+			}
+		}
 	if (nser == 0)
 		return 0;
 	for (int k = 0; k < nser; k++) {
+		int w = kwhich[k];
+
 		fprintf(gp, "$p%d_%d << EOD\n", pi, k);
 		for (int r = 0; r < t->nrows; r++) {
 			char key[BT_CELL * 2], *end;
 			double x, y;
 
-			if (fc >= 0 && strcmp(t->cell[r][fc], ps->fval) != 0)
-				continue;
-			series_key(t, r, ps->series, key, sizeof(key));
-			if (strcmp(key, keys[k]) != 0)
+			if (!row_key(t, r, ps, w, key, sizeof(key)) ||
+			    strcmp(key, keys[k]) != 0)
 				continue;
 			x = strtod(t->cell[r][xc], &end);
 			if (end == t->cell[r][xc])
 				continue;
-			y = strtod(t->cell[r][yc], &end);
-			if (end == t->cell[r][yc] || (ps->logy && y <= 0))
+			y = strtod(t->cell[r][yc[w]], &end);
+			if (end == t->cell[r][yc[w]] || (ps->logy && y <= 0))
 				continue;
 			fprintf(gp, "%g %g\n", x, y);
 		}
