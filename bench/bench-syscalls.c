@@ -270,16 +270,16 @@ static int
 sc_run(const struct bench_opts *o, struct bench_result *res)
 {
 	static const struct sc_work works[] = {
-		{ "ring", 8, "iteration", 20000 },
-		{ "ring", 1000, "iteration", 20000 },
-		{ "idle", 1000, "call", 20000 },
-		{ "allready", 1000, "call", 100 },
-		{ "ops", 1000, "change", 40000 },
-		{ "chain", 100, "run", 20 },
-		{ "chain", 1000, "run", 20 },
-		{ "threads", 1, "move", 20000 },
-		{ "threads", 2, "move", 20000 },
-		{ "create", 0, "pair", 10000 },
+		{ "ring", 8, "iteration", 10000 },
+		{ "ring", 1000, "iteration", 10000 },
+		{ "idle", 1000, "call", 10000 },
+		{ "allready", 1000, "call", 50 },
+		{ "ops", 1000, "change", 8000 },
+		{ "chain", 100, "run", 10 },
+		{ "chain", 1000, "run", 10 },
+		{ "threads", 1, "move", 5000 },
+		{ "threads", 2, "move", 5000 },
+		{ "create", 0, "pair", 5000 },
 	};
 	static const int bks[] = { BK_KQ, BK_EPOLL };
 	static struct sc_list lists[2];
