@@ -55,6 +55,7 @@ static const struct hl_spec specs[] = {
 	{ "prefork", "x epoll (req/s)", "requests per s (higher wins)" },
 	{ "threads", "x epoll (wall)", "moves per wall-s (higher wins)" },
 	{ "timers", "x epoll total", "ns per timer, all phases" },
+	{ "libevent-bench", "x epoll", "libevent test/bench, us per round" },
 };
 
 static int

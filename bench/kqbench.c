@@ -432,6 +432,18 @@ main(int argc, char **argv)
 		fflush(md);
 	}
 	munmap(res, sizeof(*res));
+	if (!o.tiny) {
+		/* A real client's own benchmark, measured by tests/clients. */
+		static struct bench_table ct;
+
+		fprintf(md, "\n## libevent-bench\n");
+		if (clients_table(o.outdir, &ct)) {
+			print_table(stdout, &ct);
+			headline_take(&ct);
+			md_table(md, &ct);
+		} else
+			fprintf(md, "\n%s", ct.notes);
+	}
 	bench_plots(o.outdir, md);
 	fclose(md);
 	if (!(rep = fopen(path, "w"))) {
