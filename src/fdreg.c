@@ -11,6 +11,15 @@
  * each delivery they go back on the active list and are re-checked at the
  * next scan.  Knotes on the same descriptor thus keep their own semantics.
  *
+ * When every enabled knote on the descriptor is EV_DISPATCH, the
+ * registration is EPOLLONESHOT (as a hand-written epoll loop would do it):
+ * the kernel disarms it when it reports the event, which is exactly the
+ * state the delivery leaves (the knotes disabled), so EV_DISPATCH costs no
+ * epoll_ctl beyond the EV_ENABLE that re-arms it.  Whoever takes such an
+ * event from the set calls fdreg_fired() first (the registration is now
+ * empty) and fdreg_sync() once the knotes were dealt with (re-arms what is
+ * still enabled: a knote not delivered, another filter on the descriptor).
+ *
  * A descriptor whose knotes are all disabled stays registered with an
  * empty edge-triggered interest, so a later EV_ENABLE/EV_DELETE still
  * detects that the number was closed or reused (epoll_ctl fails with
@@ -67,11 +76,13 @@ fdreg_want(struct kqueue *kq, int fd)
 {
 	struct knote *kn;
 	uint32_t want = 0;
-	int edge = 0;
+	int edge = 0, dispatch = 1;
 
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
 		if ((kn->kn_status & KN_DISABLED) || !fdreg_uses(kn))
 			continue;
+		if (!(kn->kn_flags & EV_DISPATCH))
+			dispatch = 0;
 		want |= (kn->kn_filter == EVFILT_READ ||
 		    kn->kn_filter == EVFILT_PROCDESC) ? R_IN : R_OUT;
 		if ((kn->kn_flags & EV_CLEAR) || kn->kn_filter == EVFILT_EMPTY ||
@@ -82,6 +93,9 @@ fdreg_want(struct kqueue *kq, int fd)
 	}
 	if (edge || want == 0)
 		want |= R_ET;
+	/* EPOLLEXCLUSIVE cannot be combined with EPOLLONESHOT. */
+	if (dispatch && (want & (R_IN | R_OUT)) && !(want & R_EXCL))
+		want |= R_ONESHOT;
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
 		if ((want & R_ET) && !(kn->kn_flags & EV_CLEAR) &&
 		    kn->kn_filter != EVFILT_EMPTY && fdreg_uses(kn))
@@ -105,7 +119,42 @@ fdreg_events(uint32_t want)
 		ev |= EPOLLET;
 	if (want & R_EXCL)
 		ev |= EPOLLEXCLUSIVE;
+	if (want & R_ONESHOT)
+		ev |= EPOLLONESHOT;
 	return ev;
+}
+
+/*
+ * An event of fd was taken from the epoll set.  If its registration is
+ * EPOLLONESHOT the kernel has just disarmed it: record it as the empty
+ * interest, so that disabling the dispatched knotes needs no epoll_ctl.
+ * Returns 1 when the caller must call fdreg_sync(kq, fd) afterwards.
+ */
+int
+fdreg_fired(struct kqueue *kq, int fd)
+{
+	struct knote *chain = knote_fdchain(kq, fd);
+
+	if (chain == NULL || (chain->kn_reg & (R_REG | R_ONESHOT)) !=
+	    (R_REG | R_ONESHOT))
+		return 0;
+	fdreg_set(kq, fd, (chain->kn_reg & ~(uint32_t)(R_IN | R_OUT |
+	    R_ONESHOT)) | R_ET);
+	return 1;
+}
+
+/*
+ * Re-arm fd's registration if knotes that are still enabled need it (after
+ * fdreg_fired, or when a knote taken from the active list turned out not
+ * to be ready).  No system call when nothing changed.
+ */
+void
+fdreg_sync(struct kqueue *kq, int fd)
+{
+	struct knote *chain = knote_fdchain(kq, fd);
+
+	if (chain != NULL && (chain->kn_reg & R_REG))
+		(void)fdreg_apply(kq, fd, chain->kn_reg, 0);
 }
 
 /*

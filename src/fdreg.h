@@ -9,7 +9,9 @@
 #define R_OUT		0x0002	/* EPOLLOUT requested */
 #define R_ET		0x0004	/* EPOLLET */
 #define R_EXCL		0x0008	/* EPOLLEXCLUSIVE (EV_WAKEONE) */
-#define R_MODEMASK	0x000f
+#define R_ONESHOT	0x0010	/* EPOLLONESHOT: every enabled knote is
+				   EV_DISPATCH (see fdreg_fired) */
+#define R_MODEMASK	0x001f
 #define R_REG		0x0100	/* registered in the epoll set */
 #define R_NOPOLL	0x0200	/* epoll refused it: tracked in userspace */
 #define R_KINDSHIFT	16
@@ -32,5 +34,7 @@ void	fdreg_set(struct kqueue *kq, int fd, uint32_t reg);
 int	fdreg_attach(struct kqueue *kq, struct knote *kn);
 int	fdreg_detach(struct kqueue *kq, struct knote *kn);
 int	fdreg_update(struct kqueue *kq, struct knote *kn, int readd);
+int	fdreg_fired(struct kqueue *kq, int fd);
+void	fdreg_sync(struct kqueue *kq, int fd);
 
 #endif

@@ -302,8 +302,14 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 		}
 		if (r == 0) {
 			if (!((kn->kn_status & KN_ACTIVE) &&
-			    (kn->kn_flags & EV_ONESHOT)))
+			    (kn->kn_flags & EV_ONESHOT))) {
+				/* Not ready: a disarmed dispatch
+				   registration must be re-armed. */
+				if ((kn->kn_flags & EV_DISPATCH) &&
+				    fop->f_isfd)
+					fdreg_sync(kq, (int)kn->kn_ident);
 				continue;
+			}
 			/* EV_FORCEONESHOT: reported even if not ready. */
 		}
 		k++;
@@ -318,13 +324,14 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
     struct kevent *out, int room, int stale)
 {
 	struct knote *kn, *next;
-	int fd, k = 0;
+	int fd, k = 0, fired;
 
 	if (e->data.u64 & KQ_SRCKEY) {
 		kq_src_dispatch(kq, e->data.u64, e->events);
 		return 0;
 	}
 	fd = (int)e->data.u64;
+	fired = fdreg_fired(kq, fd);
 	if (knote_fdchain(kq, fd) == NULL && !stale) {
 		/*
 		 * The kernel reports a registration we hold no knote for,
@@ -375,6 +382,8 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		k++;
 		kq_delivered(kq, kn, fop);
 	}
+	if (fired)
+		fdreg_sync(kq, fd);
 	return k;
 }
 
@@ -669,7 +678,7 @@ kq_absorb(struct kqueue *kq)
 	struct epoll_event ev[KQ_EPBATCH];
 	struct knote *kn;
 	int64_t count = 0;
-	int r, i;
+	int r, i, fired;
 
 	if (kq->kq_dead)
 		return 0;
@@ -679,6 +688,8 @@ kq_absorb(struct kqueue *kq)
 			kq_src_dispatch(kq, ev[i].data.u64, ev[i].events);
 			continue;
 		}
+		/* A one-shot registration hands its event out once, too. */
+		fired = fdreg_fired(kq, (int)ev[i].data.u64);
 		for (kn = knote_fdchain(kq, (int)ev[i].data.u64);
 		    kn != NULL; kn = kn->kn_link) {
 			uint32_t want = kq_epoll_want(kn->kn_filter);
@@ -686,7 +697,7 @@ kq_absorb(struct kqueue *kq)
 			if (kn->kn_status & (KN_DISABLED | KN_QUEUED) ||
 			    !(ev[i].events & want))
 				continue;
-			if (kn->kn_reg & R_ET)
+			if (fired || (kn->kn_reg & R_ET))
 				knote_enqueue(kq, kn);
 			else
 				count++;

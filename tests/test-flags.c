@@ -485,6 +485,164 @@ disabled_dispatch_knote_can_be_deleted(void **state)
 	t_expect_none(kq);
 }
 
+/* Fill fd's send buffer (the peer reads nothing). */
+static void
+fill_sendbuf(int fd)
+{
+	char buf[4096];
+	int fl = fcntl(fd, F_GETFL);
+
+	memset(buf, 'f', sizeof(buf));
+	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	assert_int_equal(fcntl(fd, F_SETFL, fl), 0);
+}
+
+static void
+dispatch_read_event_does_not_silence_write_knote_on_same_socket(void **state)
+{
+	struct kevent ev;
+	char buf[4096];
+	int kq, sv[2], fl;
+
+	(void)state;
+	kq = t_new_kq();
+	new_pair(sv);
+	fill_sendbuf(sv[0]);
+	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	t_expect_none(kq);
+	put(sv[1], 1);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.filter, EVFILT_READ);
+	t_expect_none(kq);
+	/* The peer drains: the still-enabled WRITE knote fires, once. */
+	fl = fcntl(sv[1], F_GETFL);
+	assert_int_equal(fcntl(sv[1], F_SETFL, fl | O_NONBLOCK), 0);
+	while (read(sv[1], buf, sizeof(buf)) > 0)
+		;
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.filter, EVFILT_WRITE);
+	assert_int_equal(ev.flags, EV_DISPATCH);
+	t_expect_none(kq);
+}
+
+static void
+dispatch_event_left_for_lack_of_room_is_reported_next_call(void **state)
+{
+	struct kevent ev[2];
+	int kq, a[2], b[2];
+
+	(void)state;
+	kq = t_new_kq();
+	new_pair(a);
+	new_pair(b);
+	t_change(kq, a[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	t_change(kq, b[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	put(a[1], 1);
+	put(b[1], 2);
+	assert_int_equal(t_poll(kq, &ev[0], 1), 1);
+	assert_int_equal(t_poll(kq, &ev[1], 1), 1);
+	assert_true((ev[0].ident == (uintptr_t)a[0] &&
+	    ev[1].ident == (uintptr_t)b[0]) ||
+	    (ev[0].ident == (uintptr_t)b[0] &&
+	    ev[1].ident == (uintptr_t)a[0]));
+	t_expect_none(kq);
+}
+
+static void
+dispatch_knote_whose_data_was_consumed_fires_on_new_data(void **state)
+{
+	struct kevent ev;
+	int kq, sv[2];
+
+	(void)state;
+	kq = t_new_kq();
+	new_pair(sv);
+	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	put(sv[1], 1);
+	take(sv[0], 1);		/* gone before kevent() looked */
+	t_expect_none(kq);
+	/* Still enabled: new data is reported, once. */
+	put(sv[1], 2);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 2);
+	t_expect_none(kq);
+}
+
+static void
+dispatch_with_lowat_fires_once_the_threshold_is_reached(void **state)
+{
+	struct kevent ev;
+	int kq, sv[2];
+
+	(void)state;
+	kq = t_new_kq();
+	new_pair(sv);
+	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, NOTE_LOWAT, 5,
+	    NULL);
+	put(sv[1], 1);
+	t_expect_none(kq);	/* below the mark: still enabled */
+	put(sv[1], 4);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 5);
+	t_expect_none(kq);
+}
+
+static void
+dispatch_event_seen_by_outer_kqueue_then_consumed_fires_on_new_data(
+    void **state)
+{
+	struct kevent ev;
+	int kq, outer, sv[2];
+
+	(void)state;
+	kq = t_new_kq();
+	outer = t_new_kq();
+	new_pair(sv);
+	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	t_change(outer, kq, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	put(sv[1], 1);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.data, 1);
+	take(sv[0], 1);		/* gone before the inner kevent() looked */
+	t_expect_none(kq);
+	put(sv[1], 3);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 3);
+	t_expect_none(kq);
+}
+
+static void
+dispatch_event_counted_by_outer_kqueue_is_still_delivered(void **state)
+{
+	struct kevent ev;
+	int kq, outer, sv[2];
+
+	(void)state;
+	kq = t_new_kq();
+	outer = t_new_kq();
+	new_pair(sv);
+	t_change(kq, sv[0], EVFILT_READ, EV_ADD | EV_DISPATCH, 0, 0, NULL);
+	t_change(outer, kq, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	put(sv[1], 1);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.ident, (uintptr_t)kq);
+	assert_int_equal(ev.data, 1);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, (uintptr_t)sv[0]);
+	t_expect_none(kq);
+	t_expect_none(outer);
+	/* Re-enabled, still ready: both see it again. */
+	t_change(kq, sv[0], EVFILT_READ, EV_ENABLE, 0, 0, NULL);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.data, 1);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, (uintptr_t)sv[0]);
+}
+
 /* ------------------------------------------------------------------ */
 /* EV_ENABLE / EV_DISABLE                                              */
 
@@ -1245,6 +1403,12 @@ main(void)
 		T(dispatch_reports_once_then_disables),
 		T(dispatch_enable_rearms_and_fires_when_still_ready),
 		T(disabled_dispatch_knote_can_be_deleted),
+		T(dispatch_read_event_does_not_silence_write_knote_on_same_socket),
+		T(dispatch_event_left_for_lack_of_room_is_reported_next_call),
+		T(dispatch_knote_whose_data_was_consumed_fires_on_new_data),
+		T(dispatch_with_lowat_fires_once_the_threshold_is_reached),
+		T(dispatch_event_counted_by_outer_kqueue_is_still_delivered),
+		T(dispatch_event_seen_by_outer_kqueue_then_consumed_fires_on_new_data),
 		T(disable_suppresses_events),
 		T(add_with_disable_registers_a_disabled_knote),
 		T(enable_of_ready_knote_fires_at_once),
