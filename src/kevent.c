@@ -14,7 +14,7 @@
  * A knote is delivered at most once per call (kn_scan), and while it is on
  * kq_head the active list, not epoll, owns it.
  *
- * kq_lock is held throughout except around epoll_wait().
+ * kq_lock is held throughout except around an epoll_wait() that may block.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -513,10 +513,14 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */
 		runs = kq_sig_app_runs();
-		KQ_UNLOCK(kq);
+		/* A wait that cannot block keeps the lock: no other thread
+		   could do anything useful in that time. */
+		if (tmo != 0)
+			KQ_UNLOCK(kq);
 		r = kq_epoll_wait(kq->kq_fd, ev,
 		    nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH, tmo);
-		KQ_LOCK(kq);
+		if (tmo != 0)
+			KQ_LOCK(kq);
 		stale = seq != kq->kq_regseq;
 		if (r < 0 && errno == EINTR && kq_sig_eintr_absorbed(runs))
 			r = 0;	/* only counted for EVFILT_SIGNAL: not EINTR */
