@@ -24,7 +24,9 @@
 #    build/clients/libevent-bench.tsv.
 #
 # Exits non-zero when a test fails on kqueue but not on epoll.  Tests that
-# fail on both (the environment: OpenSSL 3 and the https cases) are listed.
+# fail on both are listed: on bookworm six, the https_incomplete*,
+# https_chunk_out and ssl *_dirty_shutdown cases, which 2.1.12 fails with
+# OpenSSL 3 on every backend (libevent issue #1212, fixed after 2.1.12).
 # Ends with one line "libevent: N passed, N failed" (N passed counts the
 # cases that pass on kqueue, N failed those that fail on kqueue only), which
 # tools/test-all.sh adds to its total.
@@ -391,7 +393,7 @@ if [ "${LIBEVENT_BENCH:-1}" != 0 ]; then
 			printf '%s\n%s\n' "$row_kqueue" "$row_epoll" | sed 's/^kqueue/kqueue-kq/' >>"$bench_tsv"
 		done
 	done
-	column -t -s $'\t' "$bench_tsv" | sed 's/^/libevent:   /'
+	awk -F'\t' '{ printf "libevent:   %-10s %5s %4s %5s %8s %10s %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$bench_tsv"
 	say "bench figures in $bench_tsv"
 fi
 
