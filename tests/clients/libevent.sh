@@ -246,15 +246,16 @@ done
 wait
 t_tests=$(($(date +%s) - t_tests))
 
-# No silent fallback: nearly every base of the kqueue run must be kqueue
-# (main/methods and main/base_environ make an epoll base on purpose).
+# No silent fallback: the kqueue run's bases must be kqueue (main/methods
+# and main/base_environ make two epoll bases on purpose).  A run that stops
+# early has fewer bases; its cases that did not run count as failed below.
 for m in plain debug; do
 	k=$(grep -c 'libevent using: kqueue' "$res/kqueue-$m.err" || true)
 	o=$(grep 'libevent using: ' "$res/kqueue-$m.err" | grep -vc 'using: kqueue' || true)
-	[ "$k" -ge 100 ] && [ "$o" -le 5 ] ||
+	[ "$k" -ge 1 ] && [ "$o" -le 2 ] ||
 	    die "regress ($m) did not run on kqueue: $k kqueue bases, $o others"
 	e=$(grep -c 'libevent using: epoll' "$res/epoll-$m.err" || true)
-	[ "$e" -ge 100 ] || die "regress ($m) did not run on epoll: $e epoll bases"
+	[ "$e" -ge 1 ] || die "regress ($m) did not run on epoll: $e epoll bases"
 	say "regress ($m): $k event bases on kqueue ($o on another backend on purpose); $e on epoll"
 done
 
@@ -333,6 +334,9 @@ for m in plain debug; do
 	for b in kqueue epoll; do
 		f=$res/$b-$m.tsv
 		say "regress ($m) on $b: $(count "$f" 2 PASS) passed, $(($(count "$f" 2 FAIL) + $(count "$f" 2 MISSING))) failed, $(count "$f" 2 SKIP) skipped, $(count "$f" 2 OFF) off by default, $(count "$f" 2 FLAKY) flaky; regress exit status $(cat "$res/$b-$m.rc")"
+		if [ "$(cat "$res/$b-$m.rc")" = 124 ]; then
+			say "regress ($m) on $b was stopped by its time limit in $(grep -oE '^[A-Za-z0-9_./-]+/[A-Za-z0-9_.-]+: ' "$res/$b-$m.out" | tail -1 | tr -d ' ') (the cases after it did not run: MISSING)"
+		fi
 	done
 done
 for b in kqueue epoll; do
