@@ -106,7 +106,8 @@ src=$work/libevent-2.1.12-stable
 rm -rf "$src"
 # --skip-patches: upstream's tarball exactly as released (Debian's two
 # patches touch only Makefile.am and evutil_rand.c, and Makefile.am would
-# ask for automake).
+# ask for automake).  --no-check: apt has checked the files against the
+# signed archive index already; the .dsc's own signature needs a keyring.
 dpkg-source -q --no-check -x --skip-patches "$dsc" "$src" >/dev/null ||
     die "dpkg-source -x failed"
 
@@ -180,7 +181,7 @@ run_prog() {	# backend prog -> prints "STATUS note"
 	if [ $rc -eq 0 ] && grep -q 'no event mechanism available' "$err"; then
 		# test-closed asks for EV_FEATURE_EARLY_CLOSE, which libevent's
 		# kqueue backend does not offer; the program then exits 0 untested
-		echo "SKIP no-backend-with-required-features"
+		echo "SKIP backend-lacks-EV_FEATURE_EARLY_CLOSE"
 	elif [ $rc -ne 0 ]; then
 		[ $rc -eq 124 ] && echo "FAIL timeout" || echo "FAIL status=$rc"
 	elif [ "$used" != "$b " ]; then
