@@ -1,7 +1,9 @@
 #!/bin/bash
 # Build kq and run every test: the plain build, ASan+UBSan (all tests),
 # TSan (concurrency tests), the man page lint, and an install smoke test
-# (pkg-config and CMake find_package).  Warnings are errors.
+# (pkg-config and CMake find_package), and libevent's regression suite on
+# its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
+# source via apt, its epoll backend as baseline).  Warnings are errors.
 # Ends with one line "total: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -38,6 +40,7 @@ step "tests (tsan, concurrency)" bash -c "tools/run-tests.sh build-tsan test-thr
 step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
+step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
