@@ -398,6 +398,18 @@ pa_sizes(const struct bench_opts *o, int sock, int *out, char *skipped,
 	return n;
 }
 
+/* Release what pa_run allocated for one size. */
+static void
+pa_free(struct pa_case *c, int *fds, struct fdpairs *p)
+{
+	free(fds);
+	free(c->ch);
+	free(c->kev);
+	free(c->eev);
+	free(c->sets);
+	fdpairs_close(p);
+}
+
 static int
 pa_run(const struct bench_opts *o, struct bench_result *res)
 {
@@ -478,12 +490,7 @@ pa_run(const struct bench_opts *o, struct bench_result *res)
 				c.batch = 1;
 			c.sets = calloc((size_t)c.batch, sizeof(int));
 			if (!fds || !c.ch || !c.kev || !c.eev || !c.sets) {
-				free(fds);
-				free(c.ch);
-				free(c.kev);
-				free(c.eev);
-				free(c.sets);
-				fdpairs_close(&p);
+				pa_free(&c, fds, &p);
 				return -1;
 			}
 			for (int i = 0; i < n; i++) {
@@ -524,12 +531,7 @@ pa_run(const struct bench_opts *o, struct bench_result *res)
 				if (n == 100 && st == PA_IDLE)
 					pa_summary(be, r, &c);
 			}
-			free(fds);
-			free(c.ch);
-			free(c.kev);
-			free(c.eev);
-			free(c.sets);
-			fdpairs_close(&p);
+			pa_free(&c, fds, &p);
 		}
 	}
 
