@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -127,6 +128,34 @@ t_expect_one(int kq)
 
 	assert_int_equal(r, 1);
 	return ev[0];
+}
+
+static inline void
+t_on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * Watchdog for calls that must not block: SIGALRM (no SA_RESTART) turns a
+ * hang into EINTR and a failed assertion instead of a stuck binary.
+ */
+static inline void
+t_watchdog_h(unsigned seconds, void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	alarm(seconds);
+}
+
+static inline void
+t_watchdog(unsigned seconds)
+{
+	t_watchdog_h(seconds, t_on_alarm);
 }
 
 /* Make fd non-blocking. */

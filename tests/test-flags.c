@@ -107,25 +107,6 @@ find_ev(const struct kevent *ev, int n, uintptr_t ident, short filter)
 }
 
 static void
-on_alarm(int sig)
-{
-	(void)sig;
-}
-
-/* Turn a hang into EINTR (no SA_RESTART) and so into a failure. */
-static void
-watchdog(unsigned seconds)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
-	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
-	alarm(seconds);
-}
-
-static void
 sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -490,14 +471,12 @@ static void
 fill_sendbuf(int fd)
 {
 	char buf[4096];
-	int fl = fcntl(fd, F_GETFL);
 
 	memset(buf, 'f', sizeof(buf));
-	assert_int_equal(fcntl(fd, F_SETFL, fl | O_NONBLOCK), 0);
+	set_nonblock(fd);
 	while (write(fd, buf, sizeof(buf)) > 0)
 		;
 	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
-	assert_int_equal(fcntl(fd, F_SETFL, fl), 0);
 }
 
 static void
@@ -505,7 +484,7 @@ dispatch_read_event_does_not_silence_write_knote_on_same_socket(void **state)
 {
 	struct kevent ev;
 	char buf[4096];
-	int kq, sv[2], fl;
+	int kq, sv[2];
 
 	(void)state;
 	kq = t_new_kq();
@@ -519,8 +498,7 @@ dispatch_read_event_does_not_silence_write_knote_on_same_socket(void **state)
 	assert_int_equal(ev.filter, EVFILT_READ);
 	t_expect_none(kq);
 	/* The peer drains: the still-enabled WRITE knote fires, once. */
-	fl = fcntl(sv[1], F_GETFL);
-	assert_int_equal(fcntl(sv[1], F_SETFL, fl | O_NONBLOCK), 0);
+	set_nonblock(sv[1]);
 	while (read(sv[1], buf, sizeof(buf)) > 0)
 		;
 	ev = t_expect_one(kq);
@@ -1018,7 +996,7 @@ infinite_wait_never_returns_zero(void **state)
 	t_change(kq, b[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	put(a[1], 1);
 	take(a[0], 1);		/* stale: a[0] is no longer readable */
-	watchdog(20);
+	t_watchdog(20);
 	delayed_write_start(&dw, b[1], 100);
 	n = kevent(kq, NULL, 0, ev, 4, NULL);
 	assert_int_equal(pthread_join(dw.thr, NULL), 0);

@@ -101,29 +101,6 @@ assert_not_registered(int kq, uintptr_t ident, short filter)
 	assert_int_equal(errno, ENOENT);
 }
 
-/*
- * Watchdog for calls that must not block: SIGALRM (no SA_RESTART) turns a
- * hang into EINTR and a failed assertion instead of a stuck binary.
- */
-static void
-on_alarm(int sig)
-{
-	(void)sig;
-}
-
-static void
-watchdog(unsigned seconds)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = 0;
-	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
-	alarm(seconds);
-}
-
 /* A thread that writes one byte to fd after delay_ms. */
 struct delayed_write {
 	pthread_t	thr;
@@ -353,7 +330,7 @@ static void
 invalid_timeout_fails_einval_after_applying_changes(void **state)
 {
 	(void)state;
-	watchdog(5);
+	t_watchdog(5);
 	check_invalid_timeout(0, -1);
 	check_invalid_timeout(0, 1000000000L);
 	check_invalid_timeout(1, 1000000000L);
@@ -371,7 +348,7 @@ zero_nevents_with_null_timeout_does_not_wait(void **state)
 	(void)state;
 	kq = t_new_kq();
 	new_pair(sv);
-	watchdog(5);
+	t_watchdog(5);
 	t0 = now_ms();
 	/* Nothing at all: returns 0 at once. */
 	assert_int_equal(kevent(kq, NULL, 0, NULL, 0, NULL), 0);
@@ -394,7 +371,7 @@ zero_nevents_with_timeout_does_not_wait(void **state)
 
 	(void)state;
 	kq = t_new_kq();
-	watchdog(5);
+	t_watchdog(5);
 	t0 = now_ms();
 	assert_int_equal(kevent(kq, NULL, 0, NULL, 0, &ts), 0);
 	assert_true(now_ms() - t0 < 1000);
@@ -454,7 +431,7 @@ zero_filter_change_is_skipped_silently(void **state)
 	new_pair(sv);
 	/* Even with EV_RECEIPT and a bogus ident: no entry, no error. */
 	EV_SET(&ch[0], (uintptr_t)-1, 0, EV_ADD | EV_RECEIPT, 0, 0, NULL);
-	watchdog(5);
+	t_watchdog(5);
 	assert_int_equal(kevent(kq, ch, 1, ev, 4, &t_zero), 0);
 	assert_int_equal(kevent(kq, ch, 1, NULL, 0, NULL), 0);
 	/* And the following change is still applied. */
@@ -534,7 +511,7 @@ error_without_eventlist_returns_errno_and_stops(void **state)
 	new_pair(b);
 	EV_SET(&ch[0], a[0], EVFILT_READ, EV_DELETE, 0, 0, NULL);
 	EV_SET(&ch[1], b[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	watchdog(5);
+	t_watchdog(5);
 	errno = 0;
 	assert_int_equal(kevent(kq, ch, 2, NULL, 0, NULL), -1);
 	assert_int_equal(errno, ENOENT);
@@ -559,7 +536,7 @@ receipt_without_eventlist_returns_zero_and_stops(void **state)
 	new_pair(b);
 	EV_SET(&ch[0], a[0], EVFILT_READ, EV_ADD | EV_RECEIPT, 0, 0, NULL);
 	EV_SET(&ch[1], b[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	watchdog(5);
+	t_watchdog(5);
 	assert_int_equal(kevent(kq, ch, 2, NULL, 0, NULL), 0);
 	assert_registered_then_delete(kq, a[0], EVFILT_READ);
 	assert_not_registered(kq, b[0], EVFILT_READ);
@@ -580,7 +557,7 @@ errors_suppress_event_collection(void **state)
 	put(sv[1], 1);
 	/* ...but a failing change means only the error comes back. */
 	EV_SET(&ch, other[0], EVFILT_READ, EV_DELETE, 0, 0, NULL);
-	watchdog(5);
+	t_watchdog(5);
 	assert_int_equal(kevent(kq, &ch, 1, ev, 4, NULL), 1);
 	assert_int_equal(ev[0].flags, EV_ERROR);
 	assert_int_equal(ev[0].data, ENOENT);
@@ -605,7 +582,7 @@ receipts_suppress_event_collection(void **state)
 	put(other[1], 1);
 	/* other[0] is readable too, but only its receipt comes back. */
 	EV_SET(&ch, other[0], EVFILT_READ, EV_ADD | EV_RECEIPT, 0, 0, &ch);
-	watchdog(5);
+	t_watchdog(5);
 	assert_int_equal(kevent(kq, &ch, 1, ev, 4, NULL), 1);
 	assert_int_equal(ev[0].flags, EV_ERROR);
 	assert_int_equal(ev[0].data, 0);
@@ -724,7 +701,7 @@ add_of_ident_minus_one_gives_one_ebadf_entry(void **state)
 	kq = t_new_kq();
 	memset(ev, 0, sizeof(ev));
 	EV_SET(&ch, (uintptr_t)-1, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	watchdog(5);
+	t_watchdog(5);
 	/* NULL timeout, as libevent does: no waiting since an entry exists. */
 	assert_int_equal(kevent(kq, &ch, 1, ev, 8, NULL), 1);
 	assert_int_equal(ev[0].ident, (uintptr_t)-1);
@@ -905,7 +882,7 @@ zero_timeout_polls_and_returns_zero(void **state)
 	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	watchdog(5);
+	t_watchdog(5);
 	t0 = now_ms();
 	assert_int_equal(kevent(kq, NULL, 0, ev, 2, &t_zero), 0);
 	assert_true(now_ms() - t0 < 1000);
@@ -923,7 +900,7 @@ short_timeout_returns_zero_after_waiting(void **state)
 	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	watchdog(10);
+	t_watchdog(10);
 	t0 = now_ms();
 	assert_int_equal(kevent(kq, NULL, 0, ev, 2, &ts), 0);
 	dt = now_ms() - t0;
@@ -944,7 +921,7 @@ timeout_wait_returns_early_when_an_event_arrives(void **state)
 	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	watchdog(20);
+	t_watchdog(20);
 	t0 = now_ms();
 	delayed_write_start(&dw, sv[1], 50);
 	assert_int_equal(kevent(kq, NULL, 0, ev, 2, &ts), 1);
@@ -967,7 +944,7 @@ null_timeout_blocks_until_an_event_arrives(void **state)
 	kq = t_new_kq();
 	new_pair(sv);
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, (void *)7);
-	watchdog(20);
+	t_watchdog(20);
 	t0 = now_ms();
 	delayed_write_start(&dw, sv[1], 50);
 	assert_int_equal(kevent(kq, NULL, 0, ev, 2, NULL), 1);
@@ -992,7 +969,7 @@ check_huge_timeout(time_t sec, long nsec)
 	t_change(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	ts.tv_sec = sec;
 	ts.tv_nsec = nsec;
-	watchdog(20);
+	t_watchdog(20);
 	t0 = now_ms();
 	delayed_write_start(&dw, sv[1], 50);
 	assert_int_equal(kevent(kq, NULL, 0, ev, 2, &ts), 1);

@@ -161,25 +161,6 @@ assert_not_registered(int kq, uintptr_t ident)
 	assert_int_equal(change_errno(kq, ident, EV_DELETE, 0, 0), ENOENT);
 }
 
-static void
-on_alarm(int sig)
-{
-	(void)sig;
-}
-
-/* Turn a hang into EINTR (no SA_RESTART) and so into a failure. */
-static void
-watchdog(unsigned seconds)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
-	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
-	alarm(seconds);
-}
-
 /* ------------------------------------------------------------------ */
 /* Units                                                               */
 
@@ -866,7 +847,7 @@ timer_wakes_kevent_blocked_without_timeout(void **state)
 	kq = t_new_kq();
 	t0 = mono_ns();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 100, NULL);
-	watchdog(5);
+	t_watchdog(5);
 	r = kevent(kq, NULL, 0, &ev, 1, NULL);
 	alarm(0);
 	if (r < 0)
