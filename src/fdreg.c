@@ -125,21 +125,20 @@ fdreg_events(uint32_t want)
 }
 
 /*
- * An event of fd was taken from the epoll set.  If its registration is
+ * An event of a descriptor was taken from the epoll set (chain: its
+ * knotes, or NULL).  If its registration is
  * EPOLLONESHOT the kernel has just disarmed it: record it as the empty
  * interest, so that disabling the dispatched knotes needs no epoll_ctl.
- * Returns 1 when the caller must call fdreg_sync(kq, fd) afterwards.
+ * Returns 1 when the caller must call fdreg_sync() afterwards.
  */
 int
-fdreg_fired(struct kqueue *kq, int fd)
+fdreg_fired(struct kqueue *kq, struct knote *chain)
 {
-	struct knote *chain = knote_fdchain(kq, fd);
-
 	if (chain == NULL || (chain->kn_reg & (R_REG | R_ONESHOT)) !=
 	    (R_REG | R_ONESHOT))
 		return 0;
-	fdreg_set(kq, fd, (chain->kn_reg & ~(uint32_t)(R_IN | R_OUT |
-	    R_ONESHOT)) | R_ET);
+	fdreg_set(kq, (int)chain->kn_ident, (chain->kn_reg &
+	    ~(uint32_t)(R_IN | R_OUT | R_ONESHOT)) | R_ET);
 	return 1;
 }
 

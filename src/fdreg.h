@@ -34,7 +34,7 @@ void	fdreg_set(struct kqueue *kq, int fd, uint32_t reg);
 int	fdreg_attach(struct kqueue *kq, struct knote *kn);
 int	fdreg_detach(struct kqueue *kq, struct knote *kn);
 int	fdreg_update(struct kqueue *kq, struct knote *kn, int readd);
-int	fdreg_fired(struct kqueue *kq, int fd);
+int	fdreg_fired(struct kqueue *kq, struct knote *chain);
 void	fdreg_sync(struct kqueue *kq, int fd);
 
 #endif

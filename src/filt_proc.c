@@ -192,9 +192,12 @@ kq_proc_status(int pidfd, pid_t pid, int cnstatus)
 	return 0;
 }
 
-/* Note that the process exited, once; take the status if it is wanted. */
+/*
+ * Note that the process exited, once; take the status if it is wanted
+ * (status >= 0: already known, in wait(2) format; -1: look it up).
+ */
 static void
-proc_mark_exit(struct procnote *pn)
+proc_mark_exit(struct procnote *pn, int64_t status)
 {
 	struct knote *kn = &pn->pn_kn;
 
@@ -203,7 +206,8 @@ proc_mark_exit(struct procnote *pn)
 	pn->pn_state |= PN_EXITED;
 	if (kn->kn_sfflags & NOTE_EXIT) {
 		pn->pn_fflags |= NOTE_EXIT;
-		pn->pn_data = kq_proc_status(pn->pn_pidfd, (pid_t)kn->kn_ident,
+		pn->pn_data = status >= 0 ? status :
+		    kq_proc_status(pn->pn_pidfd, (pid_t)kn->kn_ident,
 		    (pn->pn_state & PN_CNEXIT) ? pn->pn_cnstatus : -1);
 	}
 }
@@ -219,17 +223,21 @@ proc_mark_exit(struct procnote *pn)
  * the knote was registered (so the event is not filtered as older).
  */
 static int
-proc_await_cn(struct kqueue *kq, struct procnote *pn)
+proc_await_cn(struct kqueue *kq, struct procnote *pn, int64_t *status)
 {
 	siginfo_t si;
 
+	*status = -1;
 	if (!(pn->pn_kn.kn_sfflags & NOTE_EXIT) ||
 	    (pn->pn_state & (PN_CNEXIT | PN_ZOMBIE)) ||
 	    kq->kq_src[KQ_SRC_PROC].ks_ready == NULL)
 		return 0;
 	memset(&si, 0, sizeof(si));
-	return waitid((idtype_t)KQ_P_PIDFD, (id_t)pn->pn_pidfd, &si,
-	    WEXITED | WNOWAIT | WNOHANG) != 0 || si.si_pid == 0;
+	if (waitid((idtype_t)KQ_P_PIDFD, (id_t)pn->pn_pidfd, &si,
+	    WEXITED | WNOWAIT | WNOHANG) != 0 || si.si_pid == 0)
+		return 1;
+	*status = si_to_status(&si);	/* our child: exact, keep it */
+	return 0;
 }
 
 /*
@@ -240,12 +248,14 @@ proc_await_cn(struct kqueue *kq, struct procnote *pn)
 static int
 proc_check_exit(struct kqueue *kq, struct procnote *pn)
 {
+	int64_t status;
+
 	if (!(pn->pn_state & (PN_EXITED | PN_EXITWAIT)) &&
 	    pn->pn_pidfd >= 0 && kq_pidfd_exited(pn->pn_pidfd)) {
-		if (proc_await_cn(kq, pn))
+		if (proc_await_cn(kq, pn, &status))
 			pn->pn_state |= PN_EXITWAIT;
 		else
-			proc_mark_exit(pn);
+			proc_mark_exit(pn, status);
 	}
 	return (pn->pn_state & PN_EXITED) != 0;
 }
@@ -421,7 +431,7 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		if (pn->pn_pidfd >= 0 && !(pn->pn_state & PN_EXITWAIT))
 			return;		/* the pidfd says when it is gone */
 		/* Followed by the connector alone, or awaited its status. */
-		proc_mark_exit(pn);
+		proc_mark_exit(pn, -1);
 		break;
 	default:
 		return;
@@ -445,7 +455,7 @@ proc_cn_lost(struct kqueue *kq)
 			if (kn->kn_filter != EVFILT_PROC)
 				continue;
 			if (PN(kn)->pn_state & PN_EXITWAIT)
-				proc_mark_exit(PN(kn));
+				proc_mark_exit(PN(kn), -1);
 			else if ((kn->kn_sfflags & NOTE_TRACK) &&
 			    !(PN(kn)->pn_state & PN_EXITED))
 				PN(kn)->pn_fflags |= NOTE_TRACKERR;

@@ -323,7 +323,7 @@ static int
 kq_translate(struct kqueue *kq, const struct epoll_event *e,
     struct kevent *out, int room, int stale)
 {
-	struct knote *kn, *next;
+	struct knote *kn, *next, *chain;
 	int fd, k = 0, fired;
 
 	if (e->data.u64 & KQ_SRCKEY) {
@@ -331,8 +331,9 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		return 0;
 	}
 	fd = (int)e->data.u64;
-	fired = fdreg_fired(kq, fd);
-	if (knote_fdchain(kq, fd) == NULL && !stale) {
+	chain = knote_fdchain(kq, fd);
+	fired = fdreg_fired(kq, chain);
+	if (chain == NULL && !stale) {
 		/*
 		 * The kernel reports a registration we hold no knote for,
 		 * and no registration changed while we waited: its number
@@ -342,7 +343,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		kq->kq_zombie = 1;
 		return 0;
 	}
-	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = next) {
+	for (kn = chain; kn != NULL; kn = next) {
 		const struct filterops *fop;
 		uint32_t want;
 		int r;
@@ -693,9 +694,9 @@ kq_absorb(struct kqueue *kq)
 			continue;
 		}
 		/* A one-shot registration hands its event out once, too. */
-		fired = fdreg_fired(kq, (int)ev[i].data.u64);
-		for (kn = knote_fdchain(kq, (int)ev[i].data.u64);
-		    kn != NULL; kn = kn->kn_link) {
+		kn = knote_fdchain(kq, (int)ev[i].data.u64);
+		fired = fdreg_fired(kq, kn);
+		for (; kn != NULL; kn = kn->kn_link) {
 			uint32_t want = kq_epoll_want(kn->kn_filter);
 
 			if (kn->kn_status & (KN_DISABLED | KN_QUEUED) ||
