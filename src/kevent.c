@@ -473,11 +473,13 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 
 /*
  * Collect up to nevents events.  Returns the count, or -errno.
- * Called and returns with kq_lock held.
+ * Called and returns with kq_lock held.  *held says whether the caller
+ * holds a reference on kq; one is taken (and *held set) before the lock
+ * is let go for a wait, so the kqueue outlives a concurrent close.
  */
 static int
 kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
-    const struct timespec *tsp)
+    const struct timespec *tsp, int *held)
 {
 	struct epoll_event ev[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
@@ -516,8 +518,17 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		runs = kq_sig_app_runs();
 		/* A wait that cannot block keeps the lock: no other thread
 		   could do anything useful in that time. */
-		if (tmo != 0)
+		if (tmo != 0) {
+			if (!*held) {
+				if (!kq_ref_try(kq)) {
+					/* Being destroyed: it was closed. */
+					kq->kq_dead = 1;
+					return -EBADF;
+				}
+				*held = 1;
+			}
 			KQ_UNLOCK(kq);
+		}
 		r = kq_epoll_wait(kq->kq_fd, ev,
 		    nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH, tmo);
 		if (tmo != 0)
@@ -531,7 +542,11 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			if (n > 0)
 				break;
 			if ((e == EBADF || e == EINVAL) && !kq_alive(kq)) {
-				kq_kill(kq);
+				/* The registry's reference may be the last:
+				   destruction must wait for our unlock. */
+				if (*held || (*held = kq_ref_try(kq)))
+					kq_kill(kq);
+				kq->kq_dead = 1;
 				return -EBADF;
 			}
 			return -e;
@@ -588,32 +603,76 @@ kq_lookup_slow(int kqfd, int *error)
 	return kq_registry_find_alias(kqfd);
 }
 
+/*
+ * The kqueue of descriptor kqfd, locked and alive, or NULL with *error set.
+ * The common case takes no reference (see registry.c): the registry maps
+ * kqfd to kq while we hold kq_lock, so kq cannot be destroyed before we
+ * let go of it.  A dup() of a kqueue descriptor is found the slow way,
+ * with a reference (*held = 1).
+ */
+static struct kqueue *
+kq_enter(int kqfd, int *held, int *error)
+{
+	struct kqueue *kq = kq_registry_peek(kqfd);
+
+	if (kq != NULL) {
+		KQ_LOCK(kq);
+		if (kq_registry_peek(kqfd) == kq) {
+			if (!kq->kq_dead) {
+				*held = 0;
+				return kq;
+			}
+			KQ_UNLOCK(kq);
+			*error = EBADF;
+			return NULL;
+		}
+		KQ_UNLOCK(kq);
+	}
+	if ((kq = kq_lookup_slow(kqfd, error)) == NULL)
+		return NULL;
+	KQ_LOCK(kq);
+	*held = 1;
+	if (kq->kq_dead) {
+		KQ_UNLOCK(kq);
+		kq_release(kq);
+		*error = EBADF;
+		return NULL;
+	}
+	return kq;
+}
+
+/* Unlock kq and drop the reference kevent() holds, if any. */
+static void
+kq_leave(struct kqueue *kq, int held)
+{
+	kq_bell_update(kq);
+	KQ_UNLOCK(kq);
+	if (held)
+		kq_release(kq);
+}
+
 KQ_EXPORT int
 kevent(int kqfd, const struct kevent *changelist, int nchanges,
     struct kevent *eventlist, int nevents, const struct timespec *timeout)
 {
 	struct kqueue *kq;
-	int i, nerr = 0, error, n;
+	int i, nerr = 0, error, n, held;
 
-	kq = kq_registry_acquire(kqfd);
-	if (kq == NULL && (kq = kq_lookup_slow(kqfd, &error)) == NULL) {
-		errno = error;
+	if (nchanges < 0 || nevents < 0 ||
+	    (nchanges > 0 && changelist == NULL) ||
+	    (nevents > 0 && eventlist == NULL)) {
+		/* FreeBSD looks the descriptor up first: EBADF wins. */
+		if ((kq = kq_enter(kqfd, &held, &error)) == NULL) {
+			errno = error;
+			return -1;
+		}
+		kq_leave(kq, held);
+		errno = (nchanges < 0 || nevents < 0) ? EINVAL : EFAULT;
 		return -1;
 	}
-	if (nchanges < 0 || nevents < 0) {
-		error = EINVAL;
-		goto fail;
-	}
-	if ((nchanges > 0 && changelist == NULL) ||
-	    (nevents > 0 && eventlist == NULL)) {
-		error = EFAULT;
-		goto fail;
-	}
-	KQ_LOCK(kq);
-	if (kq->kq_dead) {
-		KQ_UNLOCK(kq);
-		error = EBADF;
-		goto fail;
+	if ((kq = kq_enter(kqfd, &held, &error)) == NULL) {
+		errno = error;
+		return -1;
 	}
 	for (i = 0; i < nchanges; i++) {
 		struct kevent kev = changelist[i];
@@ -623,17 +682,14 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 		kev.flags &= ~EV_SYSFLAGS;
 		error = kq_register(kq, &kev);
 		if (kq->kq_dead) {
-			KQ_UNLOCK(kq);
 			error = EBADF;
 			goto fail;
 		}
 		if (error != 0 || (kev.flags & EV_RECEIPT)) {
 			if (nevents == 0) {
-				kq_bell_update(kq);
-				KQ_UNLOCK(kq);
 				if (error != 0)
 					goto fail;
-				kq_release(kq);
+				kq_leave(kq, held);
 				return 0;
 			}
 			kev.flags = EV_ERROR;
@@ -643,29 +699,23 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 		}
 	}
 	if (nerr > 0 || nevents == 0) {
-		kq_bell_update(kq);
-		KQ_UNLOCK(kq);
-		kq_release(kq);
+		kq_leave(kq, held);
 		return nerr;
 	}
 	if (timeout != NULL && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
 	    timeout->tv_nsec >= 1000000000)) {
-		kq_bell_update(kq);
-		KQ_UNLOCK(kq);
 		error = EINVAL;
 		goto fail;
 	}
-	n = kq_scan(kq, eventlist, nevents, timeout);
-	kq_bell_update(kq);
-	KQ_UNLOCK(kq);
-	kq_release(kq);
+	n = kq_scan(kq, eventlist, nevents, timeout, &held);
+	kq_leave(kq, held);
 	if (n < 0) {
 		errno = -n;
 		return -1;
 	}
 	return n;
 fail:
-	kq_release(kq);
+	kq_leave(kq, held);
 	errno = error;
 	return -1;
 }

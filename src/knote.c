@@ -259,9 +259,10 @@ kq_bell_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
  * Keep the doorbell in step with the active list: readable while kq_head is
  * non-empty, so that poll/select/epoll on the kqueue descriptor and threads
  * blocked in epoll_wait() see work that only userspace knows about.
+ * Called through kq_bell_update() when the two disagree.
  */
 void
-kq_bell_update(struct kqueue *kq)
+kq_bell_sync(struct kqueue *kq)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_BELL];
 	uint64_t v = 1;

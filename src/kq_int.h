@@ -152,7 +152,9 @@ struct kqsrc {
 
 struct kqueue {
 	pthread_mutex_t	 kq_lock;
-	_Atomic uint32_t kq_refs;	/* registry's + one per kevent() call */
+	_Atomic uint32_t kq_refs;	/* the registry's, plus one per kevent()
+					   call that waits unlocked or found the
+					   kqueue through a dup() */
 	int		 kq_fd;		/* epoll descriptor == the kqueue fd */
 	int		 kq_dead;	/* fd closed or foreign: no more syscalls */
 	_Atomic int	 kq_vfd;	/* a descriptor registered in the epoll
@@ -182,10 +184,21 @@ struct kqueue {
 #define KQ_LOCK(kq)	pthread_mutex_lock(&(kq)->kq_lock)
 #define KQ_UNLOCK(kq)	pthread_mutex_unlock(&(kq)->kq_lock)
 
+void		 kq_bell_sync(struct kqueue *);
+
+/* The doorbell is readable exactly while kq_head is non-empty (knote.c). */
+static inline void
+kq_bell_update(struct kqueue *kq)
+{
+	if ((kq->kq_count > 0) != (kq->kq_bell_rung != 0))
+		kq_bell_sync(kq);
+}
+
 /* registry.c: descriptor number -> kqueue, and the kqueue pool */
 struct kqueue	*kq_registry_acquire(int fd);
 void		 kq_registry_insert(int fd, struct kqueue *kq);
 void		 kq_registry_forget(int fd, struct kqueue *kq);
+int		 kq_ref_try(struct kqueue *kq);
 void		 kq_release(struct kqueue *kq);
 struct kqueue	*kq_pool_get(void);
 void		 kq_pool_put(struct kqueue *kq);
@@ -216,7 +229,6 @@ struct knote	*knote_fdchain(struct kqueue *, int fd);
 void		 knote_enqueue(struct kqueue *, struct knote *);
 int		 knote_drop(struct kqueue *, struct knote *);
 void		 knote_drop_fd(struct kqueue *, int fd);
-void		 kq_bell_update(struct kqueue *);
 void		 kq_free_all(struct kqueue *);
 
 /* kevent.c */

@@ -36,11 +36,17 @@ kqueue_create(int cloexec)
 		errno = e;
 		return -1;
 	}
+	/*
+	 * Under kq_lock: a kevent() that read a stale registry slot may be
+	 * locking this (recycled) object right now to check it.
+	 */
+	KQ_LOCK(kq);
 	kq->kq_fd = fd;
 	kq->kq_dead = 0;
 	atomic_store(&kq->kq_vfd, -1);
 	STAILQ_INIT(&kq->kq_head);
 	atomic_store_explicit(&kq->kq_refs, 1, memory_order_release);
+	KQ_UNLOCK(kq);
 	kq_registry_insert(fd, kq);
 	return fd;
 }

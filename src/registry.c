@@ -10,7 +10,10 @@
  * returned to malloc), so a racing lookup that reads a pointer just before
  * the kqueue dies still points at a struct kqueue.  A reference is taken
  * only while kq_refs is non-zero (zero means dead or pooled), and the slot
- * is re-checked afterwards.
+ * is re-checked afterwards.  kevent() does without the reference while it
+ * holds kq_lock (lock, then check the slot: kq_destroy takes kq_lock, so
+ * a kqueue mapped at that moment cannot be destroyed before the unlock);
+ * it takes one only before it lets go of the lock to wait.
  *
  * The registry holds one reference on every kqueue it maps.  It drops it
  * when the descriptor number turns out to no longer name that kqueue: a new
@@ -77,24 +80,34 @@ kq_registry_acquire(int fd)
 {
 	_Atomic(struct kqueue *) *slot = reg_slot(fd, 0);
 	struct kqueue *kq;
-	uint32_t r;
 
 	if (slot == NULL)
 		return NULL;
 	kq = atomic_load_explicit(slot, memory_order_acquire);
-	if (kq == NULL)
+	if (kq == NULL || !kq_ref_try(kq))
 		return NULL;
-	r = atomic_load_explicit(&kq->kq_refs, memory_order_relaxed);
-	do {
-		if (r == 0)
-			return NULL;
-	} while (!atomic_compare_exchange_weak_explicit(&kq->kq_refs, &r,
-	    r + 1, memory_order_acquire, memory_order_relaxed));
 	if (atomic_load_explicit(slot, memory_order_acquire) != kq) {
 		kq_release(kq);
 		return NULL;
 	}
 	return kq;
+}
+
+/*
+ * Take a reference unless the count already reached zero (the kqueue is
+ * being destroyed or is in the pool).  Returns 1 when one was taken.
+ */
+int
+kq_ref_try(struct kqueue *kq)
+{
+	uint32_t r = atomic_load_explicit(&kq->kq_refs, memory_order_relaxed);
+
+	do {
+		if (r == 0)
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(&kq->kq_refs, &r,
+	    r + 1, memory_order_acquire, memory_order_relaxed));
+	return 1;
 }
 
 /* Drop one reference; the last one destroys the kqueue. */
