@@ -36,25 +36,45 @@ struct bench_opts {
 	const char *self;	/* path of this executable, for re-execution */
 };
 
-/* Backends, in the order they run inside each repetition. */
-enum bench_backend { BK_KQ, BK_EPOLL, BK_POLL, BK_SELECT, BK_COUNT };
+/*
+ * Backends, in the order they run inside each repetition.  Scenarios loop
+ * over the first BK_COUNT.  BK_EPOLL_DATA is raw epoll plus, for every
+ * event, the system call that learns the byte count kq must report in
+ * `data` (one ioctl(FIONREAD)): the floor for exact data on Linux.  Only
+ * the scenarios that name it run it (ring and allready, right after epoll);
+ * arrays indexed by any backend have BK_NALL entries.
+ */
+enum bench_backend { BK_KQ, BK_EPOLL, BK_POLL, BK_SELECT, BK_COUNT,
+	BK_EPOLL_DATA = BK_COUNT, BK_NALL };
 
 static inline const char *
 bk_name(int bk)
 {
 	switch (bk) {
-	case BK_KQ:	return "kq";
-	case BK_EPOLL:	return "epoll";
-	case BK_POLL:	return "poll";
-	case BK_SELECT:	return "select";
+	case BK_KQ:		return "kq";
+	case BK_EPOLL:		return "epoll";
+	case BK_POLL:		return "poll";
+	case BK_SELECT:		return "select";
+	case BK_EPOLL_DATA:	return "epoll+data";
 	}
 	return "?";
 }
 
+/* One of the first BK_COUNT backends by name, or -1. */
 static inline int
 bk_parse(const char *s)
 {
 	for (int bk = 0; bk < BK_COUNT; bk++)
+		if (strcmp(s, bk_name(bk)) == 0)
+			return bk;
+	return -1;
+}
+
+/* Any backend by name, epoll+data included, or -1. */
+static inline int
+bk_parse_all(const char *s)
+{
+	for (int bk = 0; bk < BK_NALL; bk++)
 		if (strcmp(s, bk_name(bk)) == 0)
 			return bk;
 	return -1;

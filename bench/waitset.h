@@ -9,6 +9,10 @@
  * timeout and does nothing with the results but count them, so what is
  * measured is the call itself plus the work the API forces on its caller
  * (select() must copy its fd_set before each call).
+ *
+ * BK_EPOLL_DATA (epoll+data) is epoll plus what kq's `data` costs: after
+ * each epoll_wait, one ioctl(FIONREAD) per returned descriptor, its value
+ * stored and compared with `want` (mismatches counted in data_bad).
  */
 #ifndef KQBENCH_WAITSET_H
 #define KQBENCH_WAITSET_H
@@ -18,6 +22,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/event.h>
+#include <sys/ioctl.h>
 
 struct waitset {
 	int		 bk;
@@ -26,8 +31,10 @@ struct waitset {
 	const int	*fds;
 	int		 cap;		/* room for events per call */
 	int		 expect;	/* events every call must return */
+	int		 want;		/* epoll+data: bytes each must hold */
 	struct kevent	*kev;
 	struct epoll_event *eev;
+	int		*nread;		/* epoll+data: FIONREAD per event */
 	struct pollfd	*pfd;
 	fd_set		 set;
 	int		 maxfd;
@@ -36,6 +43,7 @@ struct waitset {
 	int		 got_min;	/* fewest events returned by a call */
 	int		 got_max;
 	int		 err;		/* errno of the first failed call */
+	long		 data_bad;	/* epoll+data: FIONREAD != want */
 };
 
 static inline void
@@ -45,10 +53,12 @@ waitset_close(struct waitset *w)
 		close(w->fd);
 	free(w->kev);
 	free(w->eev);
+	free(w->nread);
 	free(w->pfd);
 	w->fd = -1;
 	w->kev = NULL;
 	w->eev = NULL;
+	w->nread = NULL;
 	w->pfd = NULL;
 }
 
@@ -62,7 +72,7 @@ waitset_select_ok(const int *fds, int nfds)
 	return 1;
 }
 
-/* Returns 0, or -1 with errno set. */
+/* Returns 0, or -1 with errno set.  `want` starts at 0. */
 static inline int
 waitset_open(struct waitset *w, int bk, const int *fds, int nfds, int expect)
 {
@@ -97,6 +107,10 @@ waitset_open(struct waitset *w, int bk, const int *fds, int nfds, int expect)
 		}
 		break;
 	}
+	case BK_EPOLL_DATA:
+		if (!(w->nread = calloc((size_t)cap, sizeof(*w->nread))))
+			goto fail;
+		/* FALLTHROUGH */
 	case BK_EPOLL:
 		if (!(w->eev = calloc((size_t)cap, sizeof(*w->eev))))
 			goto fail;
@@ -175,6 +189,16 @@ waitset_loop(void *arg, long iters)
 			break;
 		case BK_EPOLL:
 			m = epoll_wait(w->fd, w->eev, w->cap, 0);
+			break;
+		case BK_EPOLL_DATA:
+			m = epoll_wait(w->fd, w->eev, w->cap, 0);
+			for (int j = 0; j < m; j++) {
+				int *np = &w->nread[j];
+
+				if (ioctl(w->fds[w->eev[j].data.u64], FIONREAD,
+				    np) != 0 || *np != w->want)
+					w->data_bad++;
+			}
 			break;
 		case BK_POLL:
 			m = poll(w->pfd, (nfds_t)w->nfds, 0);
