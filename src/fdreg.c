@@ -32,6 +32,7 @@
 
 #include "kq_int.h"
 #include "fdreg.h"
+#include "ksys.h"
 
 void
 fdreg_set(struct kqueue *kq, int fd, uint32_t reg)
@@ -55,12 +56,21 @@ fdreg_forget(struct kqueue *kq, int fd)
 		fdreg_set(kq, fd, chain->kn_reg & R_KINDMASK);
 }
 
-/* epoll_ctl on the kqueue's set; counts changes for kq_scan (kq_regseq). */
+/*
+ * epoll_ctl on the kqueue's set; counts changes for kq_scan (kq_regseq).
+ * Returns 0, or -1 with errno set.
+ */
 static int
 fdreg_ctl(struct kqueue *kq, int op, int fd, struct epoll_event *ev)
 {
+	int r;
+
 	kq->kq_regseq++;
-	return epoll_ctl(kq->kq_fd, op, fd, ev);
+	if ((r = ksys_epoll_ctl(kq->kq_fd, op, fd, ev)) < 0) {
+		errno = -r;
+		return -1;
+	}
+	return 0;
 }
 
 /* Does kn take part in its descriptor's epoll registration? */

@@ -29,6 +29,7 @@
 
 #include "kq_int.h"
 #include "fdreg.h"
+#include "ksys.h"
 
 #ifndef SO_MEMINFO
 #define SO_MEMINFO 55
@@ -177,24 +178,22 @@ static int
 filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
-	int fd = (int)kn->kn_ident, n, eof, k;
+	int fd = (int)kn->kn_ident, n, eof, k, r;
 	int64_t data;
 
 	if (kn->kn_reg & R_NOPOLL)
 		return file_read_event(kq, kn, out);
 	if (hint == 0) {
-		int r = fd_poll(fd, POLLIN | POLLRDHUP);
-
-		if (r < 0)
+		if ((r = fd_poll(fd, POLLIN | POLLRDHUP)) < 0)
 			return -1;
 		hint = (uint32_t)r;
 	}
 	if (!(hint & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 		return 0;
 	eof = (hint & (EPOLLRDHUP | EPOLLHUP)) != 0;
-	if (ioctl(fd, FIONREAD, &n) == 0)
+	if ((r = ksys_ioctl(fd, FIONREAD, &n)) == 0)
 		data = n;
-	else if (errno == EBADF)
+	else if (r == -EBADF)
 		return -1;
 	else {
 		k = fd_kind(kq, kn);
@@ -242,7 +241,7 @@ write_space(struct kqueue *kq, struct knote *kn)
 			kn->kn_sdata = (int64_t)(((uint64_t)cap << 32) |
 			    (uint32_t)WLOWAT(kn));
 		}
-		if (ioctl(fd, FIONREAD, &n) != 0)
+		if (ksys_ioctl(fd, FIONREAD, &n) != 0)
 			return 0;
 		return cap - n > 0 ? cap - n : 0;
 	}

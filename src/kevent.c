@@ -29,6 +29,7 @@
 
 #include "kq_int.h"
 #include "fdreg.h"
+#include "ksys.h"
 #include "sigshim.h"
 
 #define KQ_EPBATCH	512	/* epoll events fetched per epoll_wait */
@@ -464,6 +465,15 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 		    memory_order_relaxed);
 	}
 #endif
+	if (tmo_ns == 0) {
+		int r = ksys_epoll_poll(epfd, ev, n);
+
+		if (r < 0) {
+			errno = -r;
+			return -1;
+		}
+		return r;
+	}
 	if (tmo_ns < 0)
 		return epoll_wait(epfd, ev, n, -1);
 	if (tmo_ns / 1000000 >= INT_MAX)
@@ -476,8 +486,10 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
  * Called and returns with kq_lock held.  *held says whether the caller
  * holds a reference on kq; one is taken (and *held set) before the lock
  * is let go for a wait, so the kqueue outlives a concurrent close.
+ * Inlined into kevent(): a return that spans the wait costs a
+ * mispredicted branch (see ksys.h).
  */
-static int
+static inline __attribute__((always_inline)) int
 kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
     const struct timespec *tsp, int *held)
 {
@@ -498,9 +510,11 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 
 	kq->kq_scanid++;
 	for (;;) {
-		n += kq_scan_active(kq, out + n, nevents - n);
-		if (n == nevents)
-			break;
+		if (kq->kq_count > 0) {
+			n += kq_scan_active(kq, out + n, nevents - n);
+			if (n == nevents)
+				break;
+		}
 		if (n > 0 || zero)
 			tmo = 0;
 		else if (infinite)
@@ -515,7 +529,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			tmo = KQ_REPOLL_MS * 1000000;
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */
-		runs = kq_sig_app_runs();
+		runs = tmo != 0 ? kq_sig_app_runs() : 0;
 		/* A wait that cannot block keeps the lock: no other thread
 		   could do anything useful in that time. */
 		if (tmo != 0) {
@@ -737,7 +751,7 @@ kq_absorb(struct kqueue *kq)
 
 	if (kq->kq_dead)
 		return 0;
-	r = epoll_wait(kq->kq_fd, ev, KQ_EPBATCH, 0);
+	r = ksys_epoll_poll(kq->kq_fd, ev, KQ_EPBATCH);
 	for (i = 0; i < r; i++) {
 		if (ev[i].data.u64 & KQ_SRCKEY) {
 			kq_src_dispatch(kq, ev[i].data.u64, ev[i].events);
