@@ -116,22 +116,25 @@ fdreg_want(struct kqueue *kq, int fd)
 	return want;
 }
 
-static uint32_t
+/* The epoll events of a registration mode (R_MODEMASK bits). */
+#define FDREG_EV(w)							\
+	((((w) & R_IN) ? EPOLLIN | (((w) & R_EXCL) ? 0 : EPOLLRDHUP) : 0) | \
+	(((w) & R_OUT) ? EPOLLOUT : 0) | (((w) & R_ET) ? EPOLLET : 0) |	\
+	(((w) & R_EXCL) ? EPOLLEXCLUSIVE : 0) |				\
+	(((w) & R_ONESHOT) ? EPOLLONESHOT : 0))
+#define FDREG_EV4(w)	FDREG_EV(w), FDREG_EV((w) + 1), FDREG_EV((w) + 2), \
+	FDREG_EV((w) + 3)
+#define FDREG_EV16(w)	FDREG_EV4(w), FDREG_EV4((w) + 4), FDREG_EV4((w) + 8), \
+	FDREG_EV4((w) + 12)
+
+static const uint32_t fdreg_evtab[R_MODEMASK + 1] = {
+	FDREG_EV16(0), FDREG_EV16(16)
+};
+
+static inline uint32_t
 fdreg_events(uint32_t want)
 {
-	uint32_t ev = 0;
-
-	if (want & R_IN)
-		ev |= EPOLLIN | ((want & R_EXCL) ? 0 : EPOLLRDHUP);
-	if (want & R_OUT)
-		ev |= EPOLLOUT;
-	if (want & R_ET)
-		ev |= EPOLLET;
-	if (want & R_EXCL)
-		ev |= EPOLLEXCLUSIVE;
-	if (want & R_ONESHOT)
-		ev |= EPOLLONESHOT;
-	return ev;
+	return fdreg_evtab[want & R_MODEMASK];
 }
 
 /*

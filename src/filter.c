@@ -1,12 +1,13 @@
 /*
  * filter.c -- the table of filter operations, indexed by ~EVFILT_*.
  * A NULL entry is a filter kq does not provide (EINVAL at registration).
+ * filter_lookup() (kq_int.h) reads it.
  */
 #include <stddef.h>
 
 #include "kq_int.h"
 
-static const struct filterops *const sysfilt_ops[EVFILT_SYSCOUNT] = {
+const struct filterops *const kq_sysfilt_ops[EVFILT_SYSCOUNT] = {
 	[~EVFILT_READ] = &fd_read_filtops,
 	[~EVFILT_WRITE] = &fd_write_filtops,
 	[~EVFILT_EMPTY] = &fd_empty_filtops,
@@ -18,14 +19,6 @@ static const struct filterops *const sysfilt_ops[EVFILT_SYSCOUNT] = {
 	[~EVFILT_VNODE] = &vnode_filtops,
 };
 
-_Static_assert(sizeof(sysfilt_ops) / sizeof(sysfilt_ops[0]) ==
+_Static_assert(sizeof(kq_sysfilt_ops) / sizeof(kq_sysfilt_ops[0]) ==
     EVFILT_SYSCOUNT, "one slot per FreeBSD filter");
 _Static_assert(sizeof(struct knote) == 56, "knote is 56 bytes");
-
-const struct filterops *
-filter_lookup(int filter)
-{
-	if (filter >= 0 || filter < -EVFILT_SYSCOUNT)
-		return NULL;
-	return sysfilt_ops[~filter];
-}

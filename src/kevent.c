@@ -61,10 +61,12 @@ kq_fd_valid(uintptr_t fd)
 
 /*
  * Apply one change.  Returns 0 or an errno (which becomes an EV_ERROR
- * entry).  kev->fflags/data may be rewritten as on FreeBSD.
+ * entry).  kev->fflags/data may be rewritten as on FreeBSD.  Inlined into
+ * kevent() (see ksys.h on returns across system calls); kq_register() is
+ * the same for the filters that register knotes themselves.
  */
-int
-kq_register(struct kqueue *kq, struct kevent *kev)
+static inline __attribute__((always_inline)) int
+kq_change(struct kqueue *kq, struct kevent *kev)
 {
 	const struct filterops *fop;
 	struct knote *kn;
@@ -202,6 +204,12 @@ again:
 		return kq_fd_valid(kev->ident) ? ENOENT : EBADF;
 	}
 	return error;
+}
+
+int
+kq_register(struct kqueue *kq, struct kevent *kev)
+{
+	return kq_change(kq, kev);
 }
 
 /*
@@ -694,7 +702,7 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 		if (kev.filter == 0)
 			continue;
 		kev.flags &= ~EV_SYSFLAGS;
-		error = kq_register(kq, &kev);
+		error = kq_change(kq, &kev);
 		if (kq->kq_dead) {
 			error = EBADF;
 			goto fail;

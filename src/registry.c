@@ -31,11 +31,7 @@
 #include "kq_int.h"
 #include "sigshim.h"
 
-#define REG_CHUNK_SHIFT	12
-#define REG_CHUNK	(1 << REG_CHUNK_SHIFT)
-#define REG_TOP		4096		/* 16M descriptors */
-
-static _Atomic(struct kqueue *) *_Atomic reg_top[REG_TOP];
+_Atomic(struct kqueue *) *_Atomic kq_reg_top[REG_TOP];
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kqueue *pool_free;	/* under reg_lock */
 static struct kqueue *fork_orphans;	/* kqueues abandoned in a fork child */
@@ -48,27 +44,19 @@ reg_slot(int fd, int create)
 
 	if (fd < 0 || (fd >> REG_CHUNK_SHIFT) >= REG_TOP)
 		return NULL;
-	chunk = atomic_load_explicit(&reg_top[fd >> REG_CHUNK_SHIFT],
+	chunk = atomic_load_explicit(&kq_reg_top[fd >> REG_CHUNK_SHIFT],
 	    memory_order_acquire);
 	if (chunk == NULL && create) {
 		/* Called with reg_lock held. */
 		chunk = calloc(REG_CHUNK, sizeof(*chunk));
 		if (chunk == NULL)
 			return NULL;
-		atomic_store_explicit(&reg_top[fd >> REG_CHUNK_SHIFT], chunk,
+		atomic_store_explicit(&kq_reg_top[fd >> REG_CHUNK_SHIFT], chunk,
 		    memory_order_release);
 	}
 	if (chunk == NULL)
 		return NULL;
 	return &chunk[fd & (REG_CHUNK - 1)];
-}
-
-struct kqueue *
-kq_registry_peek(int fd)
-{
-	_Atomic(struct kqueue *) *slot = reg_slot(fd, 0);
-
-	return slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 }
 
 /*
@@ -183,7 +171,7 @@ kq_pool_get(void)
 		if (kq == NULL)
 			return NULL;
 		memset(kq, 0, sizeof(*kq));
-		pthread_mutex_init(&kq->kq_lock, NULL);
+		atomic_init(&kq->kq_lock, 0);
 	}
 	return kq;
 }
@@ -254,7 +242,7 @@ reg_atfork_child(void)
 	int i, j, s;
 
 	for (i = 0; i < REG_TOP; i++) {
-		_Atomic(struct kqueue *) *chunk = atomic_load(&reg_top[i]);
+		_Atomic(struct kqueue *) *chunk = atomic_load(&kq_reg_top[i]);
 
 		if (chunk == NULL)
 			continue;
@@ -294,7 +282,7 @@ kq_registry_find_alias(int fd)
 	int i, j;
 
 	for (i = 0; i < REG_TOP; i++) {
-		_Atomic(struct kqueue *) *chunk = atomic_load(&reg_top[i]);
+		_Atomic(struct kqueue *) *chunk = atomic_load(&kq_reg_top[i]);
 
 		if (chunk == NULL)
 			continue;
