@@ -503,7 +503,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 {
 	struct epoll_event ev[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
-	int n = 0, r, i, infinite = 0, zero = 0, stale;
+	int n = 0, r, i, infinite = 0, zero = 0, stale, looked = 0;
 	uint32_t seq;
 	uint64_t runs;
 
@@ -535,6 +535,15 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		if (kq->kq_nrepoll > 0 && (tmo < 0 ||
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
+		/*
+		 * Before a wait that may block, look once without letting go
+		 * of the lock: in a busy loop events are ready and this saves
+		 * the unlock, the reference and the libc wrapper; when none
+		 * are, it costs one system call before sleeping.
+		 */
+		if (tmo != 0 && !looked)
+			tmo = 0;
+		looked = 1;
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */
 		runs = tmo != 0 ? kq_sig_app_runs() : 0;
