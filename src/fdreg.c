@@ -230,7 +230,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 {
 	struct knote *kn, *chain = knote_fdchain(kq, fd);
 	struct epoll_event ev;
-	uint32_t want, keep = cur & R_KINDMASK;
+	uint32_t want, keep = cur & R_FILEMASK;
 
 	if (kq->kq_dead)
 		return 0;

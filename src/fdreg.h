@@ -12,10 +12,15 @@
 #define R_ONESHOT	0x0010	/* EPOLLONESHOT: every enabled knote is
 				   EV_DISPATCH (see fdreg_fired) */
 #define R_MODEMASK	0x001f
-#define R_REG		0x0100	/* registered in the epoll set */
-#define R_NOPOLL	0x0200	/* epoll refused it: tracked in userspace */
-#define R_KINDSHIFT	16
-#define R_KINDMASK	0x00ff0000
+#define R_REG		0x0020	/* registered in the epoll set */
+#define R_NOPOLL	0x0040	/* epoll refused it: tracked in userspace */
+#define R_CAPSHIFT	8	/* pipe capacity: 4096 << (v - 1), 0: not
+				   known yet (pipe sizes are powers of two) */
+#define R_CAPMASK	0x0f00
+#define R_KINDSHIFT	12
+#define R_KINDMASK	0xf000
+#define R_FILEMASK	(R_KINDMASK | R_CAPMASK)  /* facts about the file,
+				   kept across registration changes */
 
 /* descriptor kinds, learnt lazily by the data computations */
 #define K_UNKNOWN	0

@@ -49,12 +49,27 @@
 #define TCPI_WORDS		64
 
 /*
- * For EVFILT_WRITE knotes the low 32 bits of kn_sdata hold the NOTE_LOWAT
- * mark and the high 32 bits cache the capacity of a pipe (0: not known);
- * for EVFILT_READ kn_sdata is the mark.
+ * kn_sdata is the NOTE_LOWAT mark of READ and WRITE knotes.  The capacity
+ * of a pipe is cached in the descriptor's registration word (R_CAPMASK).
  */
-#define WLOWAT(kn)	((int64_t)(uint32_t)(kn)->kn_sdata)
-#define PIPECAP(kn)	((int64_t)((uint64_t)(kn)->kn_sdata >> 32))
+static int64_t
+pipe_cap(struct kqueue *kq, struct knote *kn)
+{
+	uint32_t v = (kn->kn_reg & R_CAPMASK) >> R_CAPSHIFT;
+	int c, lg;
+
+	if (v != 0)
+		return (int64_t)4096 << (v - 1);
+	c = fcntl((int)kn->kn_ident, F_GETPIPE_SZ);
+	if (c <= 0)
+		return 0;
+	for (lg = 0; lg < 14 && (4096 << lg) < c; lg++)
+		;
+	if ((4096 << lg) == c)	/* a power of two, as the kernel makes it */
+		fdreg_set(kq, (int)kn->kn_ident, (kn->kn_reg & ~R_CAPMASK) |
+		    ((uint32_t)(lg + 1) << R_CAPSHIFT));
+	return c;
+}
 
 static int
 fd_kind(struct kqueue *kq, struct knote *kn)
@@ -135,18 +150,11 @@ static int
 filt_fdmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 {
 	kn->kn_sfflags = kev->fflags;
-	if (kn->kn_filter == EVFILT_WRITE) {
-		int64_t lw = kev->data < 0 ? 0 :
-		    kev->data > INT32_MAX ? INT32_MAX : kev->data;
-
-		/* Keep the cached pipe capacity; re-learn it on EV_ADD. */
-		if (kev->flags & EV_ADD)
-			kn->kn_sdata = lw;
-		else
-			kn->kn_sdata = (int64_t)(((uint64_t)PIPECAP(kn) << 32) |
-			    (uint32_t)lw);
-	} else
-		kn->kn_sdata = kev->data;
+	kn->kn_sdata = kev->data < 0 ? 0 : kn_clamp32(kev->data);
+	/* EV_ADD of a WRITE knote re-learns the pipe capacity (F_SETPIPE_SZ). */
+	if (kn->kn_filter == EVFILT_WRITE && (kev->flags & EV_ADD) &&
+	    (kn->kn_reg & R_CAPMASK))
+		fdreg_set(kq, (int)kn->kn_ident, kn->kn_reg & ~R_CAPMASK);
 	return 0;
 }
 
@@ -230,17 +238,10 @@ write_space(struct kqueue *kq, struct knote *kn)
 	int k = fd_kind(kq, kn);
 
 	if (k == K_PIPE) {
-		int64_t cap = PIPECAP(kn);
+		int64_t cap = pipe_cap(kq, kn);
 
-		if (cap == 0) {
-			int c = fcntl(fd, F_GETPIPE_SZ);
-
-			if (c <= 0)
-				return 0;
-			cap = c;
-			kn->kn_sdata = (int64_t)(((uint64_t)cap << 32) |
-			    (uint32_t)WLOWAT(kn));
-		}
+		if (cap == 0)
+			return 0;
 		if (ksys_ioctl(fd, FIONREAD, &n) != 0)
 			return 0;
 		return cap - n > 0 ? cap - n : 0;
@@ -286,7 +287,7 @@ filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	eof = (hint & (EPOLLHUP | EPOLLERR)) != 0;
 	data = eof ? 0 : write_space(kq, kn);
 	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&
-	    data < (WLOWAT(kn) > 0 ? WLOWAT(kn) : 1))
+	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
 		return 0;
 	out->data = data;
 	out->fflags = 0;
@@ -320,8 +321,10 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		 * EV_CLEAR: report only a new transition to empty.  On
 		 * loopback the buffer may fill and drain between two checks,
 		 * so for TCP the acknowledged-bytes counter tells whether
-		 * anything was sent since the last report (kept in kn_sdata,
-		 * which EVFILT_EMPTY takes no input in).
+		 * anything was sent since the last report (its low 32 bits
+		 * are kept in kn_sdata, which EVFILT_EMPTY takes no input in;
+		 * only exactly 4 GiB acknowledged between two checks, 5 ms
+		 * apart at most, could look like no change).
 		 */
 		uint64_t ti[TCPI_WORDS], acked;
 		socklen_t len = sizeof(ti);
@@ -331,9 +334,9 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 			memcpy(&acked, (char *)ti + TCPI_BYTES_ACKED_OFF,
 			    sizeof(acked));
 			if ((kn->kn_status & KN_FIRED) &&
-			    (int64_t)acked == kn->kn_sdata)
+			    (int32_t)(uint32_t)acked == kn->kn_sdata)
 				return 0;
-			kn->kn_sdata = (int64_t)acked;
+			kn->kn_sdata = (int32_t)(uint32_t)acked;
 		} else if (kn->kn_status & KN_FIRED)
 			return 0;
 	}

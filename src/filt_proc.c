@@ -599,7 +599,7 @@ filt_procmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 	if ((kev->fflags & NOTE_NEEDCN) && (e = proc_cn_open(kq)) != 0)
 		return e;
 	kn->kn_sfflags = kev->fflags;
-	kn->kn_sdata = kev->data;
+	kn->kn_sdata = kn_clamp32(kev->data);
 	return 0;
 }
 

@@ -108,7 +108,7 @@ filt_sigmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 	if (!(kn->kn_status & KN_ATTACHED))
 		return kq_sig_valid(kev->ident) ? 0 : EINVAL;
 	kn->kn_sfflags = kev->fflags;
-	kn->kn_sdata = kev->data;
+	kn->kn_sdata = kn_clamp32(kev->data);
 	return 0;
 }
 

@@ -45,6 +45,7 @@ struct tknote {
 	struct knote	 tk_kn;
 	int64_t		 tk_deadline;	/* next expiry, monotonic ns */
 	int64_t		 tk_period;	/* ns; 0: one-shot */
+	int64_t		 tk_data;	/* the change's data (64 bits) */
 	uint64_t	 tk_count;	/* expirations not yet delivered */
 	size_t		 tk_hidx;	/* heap index, TK_NOHEAP if none */
 };
@@ -311,7 +312,7 @@ timer_validate(const struct kevent *kev)
 	return 0;
 }
 
-/* (Re)start kn from kn_sdata/kn_sfflags. */
+/* (Re)start kn from tk_data/kn_sfflags. */
 static int
 timer_start(struct kqueue *kq, struct tknote *tk)
 {
@@ -326,7 +327,7 @@ timer_start(struct kqueue *kq, struct tknote *tk)
 	heap_remove(h, tk);
 	tk->tk_count = 0;
 	now = kq_now_ns();
-	v = timer_ns(kn->kn_sdata, kn->kn_sfflags);
+	v = timer_ns(tk->tk_data, kn->kn_sfflags);
 	if (kn->kn_sfflags & NOTE_ABSTIME) {
 		int64_t left = v - realtime_ns();
 
@@ -361,7 +362,7 @@ filt_timermodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 	error = timer_validate(kev);
 	if (error != 0)
 		return error;
-	kn->kn_sdata = kev->data;
+	((struct tknote *)(void *)kn)->tk_data = kev->data;
 	kn->kn_sfflags = kev->fflags;
 	if (!(kn->kn_status & KN_ATTACHED))
 		return 0;	/* new: filt_timerattach starts it */

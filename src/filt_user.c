@@ -2,7 +2,7 @@
  * filt_user.c -- EVFILT_USER: events triggered by the application.
  *
  * A user knote is pure userspace state: the triggered bit (KN_TRIGGERED),
- * the stored 24 user flags (kn_sfflags) and the stored data (kn_sdata).  A
+ * the stored 24 user flags (kn_sfflags) and the stored data (un_data).  A
  * trigger puts the knote on the active list; a kevent() blocked in another
  * thread is woken by the kqueue's doorbell (knote.c), so user events cost
  * no kernel descriptor of their own.
@@ -25,13 +25,21 @@
 
 #include "kq_int.h"
 
+/* A user knote: the data is stored with its 64 bits. */
+struct unote {
+	struct knote	 un_kn;
+	int64_t		 un_data;
+};
+
+#define UN(kn)	((struct unote *)(void *)(kn))
+
 static int
 filt_usermodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 {
 	uint32_t ff = kev->fflags & NOTE_FFLAGSMASK;
 
 	(void)kq;
-	kn->kn_sdata = kev->data;
+	UN(kn)->un_data = kev->data;
 	if (!(kn->kn_status & KN_ATTACHED))
 		return 0;	/* new knote: the engine stores fflags as given */
 	if (kev->fflags & NOTE_TRIGGER)
@@ -72,7 +80,7 @@ filt_userevent(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	if (!(kn->kn_status & KN_TRIGGERED))
 		return 0;
 	out->fflags = kn->kn_sfflags;
-	out->data = kn->kn_sdata;
+	out->data = UN(kn)->un_data;
 	return 1;
 }
 
@@ -85,7 +93,7 @@ filt_userclear(struct kqueue *kq, struct knote *kn)
 
 const struct filterops user_filtops = {
 	.f_isfd = 0,
-	.f_size = sizeof(struct knote),
+	.f_size = sizeof(struct unote),
 	.f_modify = filt_usermodify,
 	.f_update = filt_userupdate,
 	.f_event = filt_userevent,

@@ -21,4 +21,4 @@ const struct filterops *const kq_sysfilt_ops[EVFILT_SYSCOUNT] = {
 
 _Static_assert(sizeof(kq_sysfilt_ops) / sizeof(kq_sysfilt_ops[0]) ==
     EVFILT_SYSCOUNT, "one slot per FreeBSD filter");
-_Static_assert(sizeof(struct knote) == 56, "knote is 56 bytes");
+_Static_assert(sizeof(struct knote) == 48, "knote is 48 bytes");

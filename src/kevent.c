@@ -114,12 +114,12 @@ again:
 		    EV_DISABLE | EV_FORCEONESHOT | EV_KEEPUDATA);
 		if (kev->flags & EV_DISABLE)
 			kn->kn_status |= KN_DISABLED;
-		kn->kn_scan = kq->kq_scanid - 1;
+		kn->kn_scan = (uint16_t)(kq->kq_scanid - 1);
 		error = fop->f_modify ? fop->f_modify(kq, kn, kev) : 0;
 		if (error == 0) {
 			kn->kn_sfflags = kev->fflags;
 			if (fop->f_modify == NULL)
-				kn->kn_sdata = kev->data;
+				kn->kn_sdata = kn_clamp32(kev->data);
 			error = knote_link(kq, kn, fop->f_isfd);
 		} else {
 			knote_free(kq, kn);
@@ -189,7 +189,7 @@ again:
 		error = fop->f_modify(kq, kn, kev);
 	else {
 		kn->kn_sfflags = kev->fflags;
-		kn->kn_sdata = kev->data;
+		kn->kn_sdata = kn_clamp32(kev->data);
 		error = 0;
 	}
 	if (error == 0 && fop->f_update != NULL)
@@ -240,7 +240,7 @@ static void
 kq_delivered(struct kqueue *kq, struct knote *kn,
     const struct filterops *fop)
 {
-	kn->kn_scan = kq->kq_scanid;
+	kn->kn_scan = (uint16_t)kq->kq_scanid;
 	kn->kn_status &= ~KN_ACTIVE;
 	if (kn->kn_flags & EV_ONESHOT) {
 		knote_drop(kq, kn);
@@ -293,7 +293,7 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 		}
 		if (kn->kn_status & KN_DISABLED)
 			continue;
-		if (kn->kn_scan == kq->kq_scanid) {
+		if (kn->kn_scan == (uint16_t)kq->kq_scanid) {
 			/* Already reported by this call: keep it for later. */
 			knote_enqueue(kq, kn);
 			continue;
@@ -360,7 +360,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		next = kn->kn_link;
 		if (kn->kn_status & (KN_DISABLED | KN_QUEUED | KN_DROPPED))
 			continue;
-		if (kn->kn_scan == kq->kq_scanid)
+		if (kn->kn_scan == (uint16_t)kq->kq_scanid)
 			continue;
 		want = kq_epoll_want(kn->kn_filter);
 		if (!(e->events & want))
@@ -516,7 +516,8 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	else
 		deadline = kq_now_ns() + ts_to_ns(tsp);
 
-	kq->kq_scanid++;
+	if ((uint16_t)++kq->kq_scanid == 0)
+		knote_scan_wrap(kq);
 	for (;;) {
 		if (kq->kq_count > 0) {
 			n += kq_scan_active(kq, out + n, nevents - n);

@@ -21,7 +21,7 @@
 /*
  * Knotes of the base size come from a per-kqueue cache carved out of 4 KiB
  * blocks, so that EV_ADD/EV_DELETE cycles allocate nothing in steady state
- * and a knote costs its 56 bytes without malloc's header.  Blocks are
+ * and a knote costs its 48 bytes without malloc's header.  Blocks are
  * freed with the kqueue.  Larger knotes (filters with f_size > base) use
  * malloc.
  */
@@ -453,4 +453,24 @@ void
 kq_mutex_wake(_Atomic int *m)
 {
 	syscall(SYS_futex, m, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/*
+ * kn_scan keeps the low 16 bits of kq_scanid.  When they wrap to 0, mark
+ * every knote as last delivered by scan 0xffff, so that no stale value can
+ * equal a scan id of the coming 65536 collections.
+ */
+void
+knote_scan_wrap(struct kqueue *kq)
+{
+	struct knote *kn;
+	size_t b;
+	int fd;
+
+	for (fd = 0; fd < kq->kq_fdtabsize; fd++)
+		for (kn = kq->kq_fdtab[fd]; kn != NULL; kn = kn->kn_link)
+			kn->kn_scan = 0xffff;
+	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
+		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link)
+			kn->kn_scan = 0xffff;
 }

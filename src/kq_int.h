@@ -95,25 +95,36 @@ struct filterops {
 #define KN_ATTACHED	0x80	/* f_attach succeeded: f_modify is a modify */
 
 /*
- * A registration.  56 bytes: with the 8-byte kq_fdtab slot a watched
- * descriptor costs 64 bytes.  Filters that need more state allocate a
- * larger object that starts with a struct knote (f_size).
+ * A registration.  48 bytes: with the 8-byte kq_fdtab slot a watched
+ * descriptor costs 56 bytes.  Filters that need more state allocate a
+ * larger object that starts with a struct knote (f_size); those whose
+ * input data needs 64 bits (EVFILT_TIMER, EVFILT_USER) keep it there.
  */
 struct knote {
 	STAILQ_ENTRY(knote) kn_tqe;	/* kq_head link, when KN_QUEUED */
 	struct knote	*kn_link;	/* next on the fd chain / hash bucket */
 	void		*kn_udata;
 	uintptr_t	 kn_ident;
-	int64_t		 kn_sdata;	/* filter input data */
 	uint32_t	 kn_sfflags;	/* filter input fflags */
+	int32_t		 kn_sdata;	/* filter input data, clamped to 32
+					   bits (kn_clamp32) */
 	uint16_t	 kn_flags;	/* stored EV_ flags (no ADD/DELETE/...) */
 	int8_t		 kn_filter;	/* EVFILT_* */
 	uint8_t		 kn_status;	/* KN_* */
-	uint32_t	 kn_reg;	/* fd knotes: epoll registration state
+	uint16_t	 kn_reg;	/* fd knotes: epoll registration state
 					   of the whole fd (same on every knote
-					   of the chain), see fdreg.c */
-	uint32_t	 kn_scan;	/* kq_scanid of the last delivery */
+					   of the chain), see fdreg.h */
+	uint16_t	 kn_scan;	/* low bits of kq_scanid at the last
+					   delivery (see knote_scan_wrap) */
 };
+
+/* kev->data as kn_sdata stores it. */
+static inline int32_t
+kn_clamp32(int64_t v)
+{
+	return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN :
+	    (int32_t)v;
+}
 
 STAILQ_HEAD(knlist, knote);
 
@@ -281,6 +292,7 @@ void		 knote_enqueue(struct kqueue *, struct knote *);
 int		 knote_drop(struct kqueue *, struct knote *);
 void		 knote_drop_fd(struct kqueue *, int fd);
 void		 kq_free_all(struct kqueue *);
+void		 knote_scan_wrap(struct kqueue *);
 
 /* The knote chain of descriptor fd, or NULL. */
 static inline struct knote *

@@ -1278,6 +1278,40 @@ kqueues_in_one_process_are_independent(void **state)
 	assert_ptr_equal(ev.udata, (void *)2);
 }
 
+/*
+ * An event is reported whatever number of collections passed since the
+ * knote's last delivery: an implementation that remembers "delivered by
+ * this collection" in a narrow counter must not confuse a collection
+ * 2^16 (or 2^32) later with the one that delivered it.  Gaps around 2^16
+ * are tried.
+ */
+static void
+knote_silent_for_65536_collections_is_still_reported(void **state)
+{
+	int kq = t_new_kq(), p[2];
+	struct kevent ev;
+	char c;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	t_track(p[0]);
+	t_track(p[1]);
+	t_change(kq, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	for (long gap = 65533; gap <= 65539; gap++) {
+		write_all(p[1], "x", 1);
+		ev = t_expect_one(kq);
+		assert_int_equal(ev.ident, p[0]);
+		assert_int_equal(read(p[0], &c, 1), 1);
+		for (long i = 0; i < gap; i++)
+			assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &t_zero), 0);
+		write_all(p[1], "x", 1);
+		ev = t_expect_one(kq);
+		assert_int_equal(ev.ident, p[0]);
+		assert_int_equal(ev.data, 1);
+		assert_int_equal(read(p[0], &c, 1), 1);
+	}
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int
@@ -1332,6 +1366,7 @@ main(void)
 		T(nested_kqueue_data_counts_pending_events),
 		T(kqueue_registered_in_itself_fails_einval),
 		T(kqueues_in_one_process_are_independent),
+		T(knote_silent_for_65536_collections_is_still_reported),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,6 +81,25 @@ user_trigger_fires_with_stored_fflags_and_data(void **state)
 	t_expect_none(kq);
 }
 
+/* The stored data keeps its 64 bits (struct kevent's data is int64_t). */
+static void
+user_data_keeps_all_64_bits(void **state)
+{
+	const int64_t big = INT64_C(0x123456789abcdef0), neg = -INT64_C(5000000000);
+	struct kevent ev;
+	int kq;
+
+	(void)state;
+	kq = t_new_kq();
+	t_change(kq, 2, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	t_change(kq, 2, EVFILT_USER, 0, NOTE_TRIGGER, big, NULL);
+	ev = expect_user(kq, 2);
+	assert_true(ev.data == big);
+	t_change(kq, 2, EVFILT_USER, 0, NOTE_TRIGGER, neg, NULL);
+	ev = expect_user(kq, 2);
+	assert_true(ev.data == neg);
+}
+
 /* Apply (op | bits) with a trigger to stored `from`; expect `want`. */
 static void
 check_ffop(unsigned int from, unsigned int op, unsigned int bits,
@@ -600,6 +619,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(user_trigger_fires_with_stored_fflags_and_data),
+		T(user_data_keeps_all_64_bits),
 		T(user_ffnop_keeps_stored_flags),
 		T(user_ffand_ands_the_user_bits),
 		T(user_ffor_ors_the_user_bits),
