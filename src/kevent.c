@@ -513,8 +513,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		zero = 1;
 	else if (tsp->tv_sec > INT32_MAX)
 		infinite = 1;
-	else
-		deadline = kq_now_ns() + ts_to_ns(tsp);
+	/* else the deadline is set before the first wait that may block */
 
 	if ((uint16_t)++kq->kq_scanid == 0)
 		knote_scan_wrap(kq);
@@ -528,8 +527,14 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			tmo = 0;
 		else if (infinite)
 			tmo = -1;
+		else if (!looked)
+			tmo = 1;	/* made 0 below: look first */
 		else {
-			tmo = deadline - kq_now_ns();
+			int64_t now = kq_now_ns();
+
+			if (deadline < 0)
+				deadline = now + ts_to_ns(tsp);
+			tmo = deadline - now;
 			if (tmo < 0)
 				tmo = 0;
 		}
@@ -605,7 +610,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		}
 		if (n > 0 || zero)
 			break;
-		if (!infinite && kq_now_ns() >= deadline)
+		if (deadline >= 0 && kq_now_ns() >= deadline)
 			break;
 		/* Only stale or internal events: wait again (never return 0
 		   from an infinite wait). */
