@@ -173,21 +173,13 @@ ar_run(const struct bench_opts *o, struct bench_result *res)
 		for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 			struct bk_stats sc, sw, fc, fw;
 			int bk = order[k], r;
-			/* Ratios pair repetitions: both need all of them. */
-			int same_ep = nrep[BK_EPOLL] == nrep[bk];
-			int same_fl = nrep[BK_EPOLL_DATA] == nrep[bk];
 
 			if (!open_ok[bk])
 				continue;
 			r = bt_row(t);
-			bk_summarize(cpu[bk], same_ep ? cpu[BK_EPOLL] : NULL,
-			    nrep[bk], &sc);
-			bk_summarize(wall[bk], same_ep ? wall[BK_EPOLL] : NULL,
-			    nrep[bk], &sw);
-			bk_summarize(cpu[bk], same_fl ? cpu[BK_EPOLL_DATA] :
-			    NULL, nrep[bk], &fc);
-			bk_summarize(wall[bk], same_fl ? wall[BK_EPOLL_DATA] :
-			    NULL, nrep[bk], &fw);
+			bk_summarize_vs(cpu, wall, nrep, bk, BK_EPOLL, &sc, &sw);
+			bk_summarize_vs(cpu, wall, nrep, bk, BK_EPOLL_DATA, &fc,
+			    &fw);
 			bt_set(t, r, 0, "%d", n);
 			bt_set(t, r, 1, "%s", sock ? "socketpairs" : "pipes");
 			bt_set(t, r, 2, "%s", bk_name(bk));

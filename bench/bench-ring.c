@@ -667,12 +667,6 @@ ring_run(const struct bench_opts *o, struct bench_result *res)
 		for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 			struct bk_stats sc, sw, fc, fw;
 			int bk = order[k], r;
-			/*
-			 * Ratios pair repetition i of two backends, so both
-			 * need every repetition (a failed run drops one).
-			 */
-			int same_ep = nrep[BK_EPOLL] == nrep[bk];
-			int same_fl = nrep[BK_EPOLL_DATA] == nrep[bk];
 
 			if (!ran[bk])
 				continue;
@@ -683,14 +677,9 @@ ring_run(const struct bench_opts *o, struct bench_result *res)
 				bt_set(t, r, 2, "failed");
 				continue;
 			}
-			bk_summarize(cpu[bk], same_ep ? cpu[BK_EPOLL] : NULL,
-			    nrep[bk], &sc);
-			bk_summarize(wall[bk], same_ep ? wall[BK_EPOLL] : NULL,
-			    nrep[bk], &sw);
-			bk_summarize(cpu[bk], same_fl ? cpu[BK_EPOLL_DATA] :
-			    NULL, nrep[bk], &fc);
-			bk_summarize(wall[bk], same_fl ? wall[BK_EPOLL_DATA] :
-			    NULL, nrep[bk], &fw);
+			bk_summarize_vs(cpu, wall, nrep, bk, BK_EPOLL, &sc, &sw);
+			bk_summarize_vs(cpu, wall, nrep, bk, BK_EPOLL_DATA, &fc,
+			    &fw);
 			bt_num(t, r, 2, sc.med);
 			bt_num(t, r, 3, sw.med);
 			bt_set(t, r, 4, "%.1f", sc.spread);

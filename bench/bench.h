@@ -438,6 +438,20 @@ bk_summarize(const double *v, const double *ref, int n, struct bk_stats *st)
 	st->ratio = nr ? median(r, nr) : 0.0;
 }
 
+/*
+ * Summarize backend bk's CPU and wall samples, with ratios to backend
+ * ref's when both ran the same repetitions (ratios pair repetitions).
+ */
+static inline void
+bk_summarize_vs(double cpu[][MAXREPS], double wall[][MAXREPS],
+    const int *nrep, int bk, int ref, struct bk_stats *c, struct bk_stats *w)
+{
+	int same = nrep[ref] == nrep[bk];
+
+	bk_summarize(cpu[bk], same ? cpu[ref] : NULL, nrep[bk], c);
+	bk_summarize(wall[bk], same ? wall[ref] : NULL, nrep[bk], w);
+}
+
 /* ---- progress -------------------------------------------------------------- */
 
 static inline void __attribute__((format(printf, 1, 2)))
