@@ -63,9 +63,9 @@ pipe_cap(struct kqueue *kq, struct knote *kn)
 	c = fcntl((int)kn->kn_ident, F_GETPIPE_SZ);
 	if (c <= 0)
 		return 0;
-	for (lg = 0; lg < 14 && (4096 << lg) < c; lg++)
-		;
-	if ((4096 << lg) == c)	/* a power of two, as the kernel makes it */
+	/* The kernel makes it a power of two of at least a page. */
+	lg = __builtin_ctz((unsigned)c) - 12;
+	if ((c & (c - 1)) == 0 && lg >= 0 && lg < 15)
 		fdreg_set(kq, (int)kn->kn_ident, (kn->kn_reg & ~R_CAPMASK) |
 		    ((uint32_t)(lg + 1) << R_CAPSHIFT));
 	return c;

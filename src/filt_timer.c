@@ -362,7 +362,7 @@ filt_timermodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 	error = timer_validate(kev);
 	if (error != 0)
 		return error;
-	((struct tknote *)(void *)kn)->tk_data = kev->data;
+	TK(kn)->tk_data = kev->data;
 	kn->kn_sfflags = kev->fflags;
 	if (!(kn->kn_status & KN_ATTACHED))
 		return 0;	/* new: filt_timerattach starts it */

@@ -460,6 +460,15 @@ static int have_pwait2 = 1;
 static int
 kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 {
+	if (tmo_ns == 0) {
+		int r = ksys_epoll_poll(epfd, ev, n);
+
+		if (r < 0) {
+			errno = -r;
+			return -1;
+		}
+		return r;
+	}
 #ifdef SYS_epoll_pwait2
 	if (tmo_ns > 0 && (tmo_ns % 1000000) != 0 &&
 	    atomic_load_explicit((_Atomic int *)&have_pwait2,
@@ -473,20 +482,24 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 		    memory_order_relaxed);
 	}
 #endif
-	if (tmo_ns == 0) {
-		int r = ksys_epoll_poll(epfd, ev, n);
-
-		if (r < 0) {
-			errno = -r;
-			return -1;
-		}
-		return r;
-	}
 	if (tmo_ns < 0)
 		return epoll_wait(epfd, ev, n, -1);
 	if (tmo_ns / 1000000 >= INT_MAX)
 		return epoll_wait(epfd, ev, n, INT_MAX);
 	return epoll_wait(epfd, ev, n, (int)((tmo_ns + 999999) / 1000000));
+}
+
+/*
+ * Make sure kevent() holds a reference on kq (*held), so that it outlives
+ * a concurrent close once kq_lock is let go.  Returns 0 when the count is
+ * already zero: kq is being destroyed.
+ */
+static int
+kq_hold(struct kqueue *kq, int *held)
+{
+	if (!*held)
+		*held = kq_ref_try(kq);
+	return *held;
 }
 
 /*
@@ -523,12 +536,16 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			if (n == nevents)
 				break;
 		}
-		if (n > 0 || zero)
+		/*
+		 * Before a wait that may block, look once without letting go
+		 * of the lock: in a busy loop events are ready and this saves
+		 * the unlock, the reference and the libc wrapper; when none
+		 * are, it costs one system call before sleeping.
+		 */
+		if (n > 0 || zero || !looked)
 			tmo = 0;
 		else if (infinite)
 			tmo = -1;
-		else if (!looked)
-			tmo = 1;	/* made 0 below: look first */
 		else {
 			int64_t now = kq_now_ns();
 
@@ -541,14 +558,6 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		if (kq->kq_nrepoll > 0 && (tmo < 0 ||
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
-		/*
-		 * Before a wait that may block, look once without letting go
-		 * of the lock: in a busy loop events are ready and this saves
-		 * the unlock, the reference and the libc wrapper; when none
-		 * are, it costs one system call before sleeping.
-		 */
-		if (tmo != 0 && !looked)
-			tmo = 0;
 		looked = 1;
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */
@@ -556,13 +565,10 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		/* A wait that cannot block keeps the lock: no other thread
 		   could do anything useful in that time. */
 		if (tmo != 0) {
-			if (!*held) {
-				if (!kq_ref_try(kq)) {
-					/* Being destroyed: it was closed. */
-					kq->kq_dead = 1;
-					return -EBADF;
-				}
-				*held = 1;
+			if (!kq_hold(kq, held)) {
+				/* Being destroyed: it was closed. */
+				kq->kq_dead = 1;
+				return -EBADF;
 			}
 			KQ_UNLOCK(kq);
 		}
@@ -581,9 +587,10 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			if ((e == EBADF || e == EINVAL) && !kq_alive(kq)) {
 				/* The registry's reference may be the last:
 				   destruction must wait for our unlock. */
-				if (*held || (*held = kq_ref_try(kq)))
+				if (kq_hold(kq, held))
 					kq_kill(kq);
-				kq->kq_dead = 1;
+				else
+					kq->kq_dead = 1;
 				return -EBADF;
 			}
 			return -e;
