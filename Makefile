@@ -23,7 +23,7 @@ B	:= build
 SANFLAGS :=
 else ifeq ($(SAN),asan)
 B	:= build-asan
-SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DKQ_DEBUG
 else ifeq ($(SAN),tsan)
 B	:= build-tsan
 SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
@@ -42,7 +42,8 @@ LDLIBS_T   := -lpthread
 
 LIB_SRCS := $(wildcard src/*.c)
 LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
-	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt
+	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
+	close dup2 dup3 close_range closefrom
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
 LIB_HDRS := $(wildcard src/*.h) include/sys/event.h
 

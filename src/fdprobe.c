@@ -64,19 +64,27 @@ fd_same_file(int a, int b)
 
 /*
  * Is the open file at fd the one registered under number fd in the epoll
- * set epfd?  kcmp(KCMP_EPOLL_TFD).  Async-signal-safe (fork child).
+ * set epfd?  kcmp(KCMP_EPOLL_TFD).  Returns 1 yes, 0 no, -1 when kcmp is
+ * not available (a kernel without CONFIG_CHECKPOINT_RESTORE, a seccomp
+ * filter): the caller decides another way.  Async-signal-safe.
  */
 int
 epoll_holds(int epfd, int fd)
 {
 	struct kcmp_epoll_slot slot;
 	pid_t pid = (pid_t)syscall(SYS_getpid);
+	long r;
 
 	slot.efd = (uint32_t)epfd;
 	slot.tfd = (uint32_t)fd;
 	slot.toff = 0;
-	return syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
-	    (unsigned long)&slot) == 0;
+	r = syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
+	    (unsigned long)&slot);
+	if (r == 0)
+		return 1;
+	if (r < 0 && (errno == ENOSYS || errno == EPERM || errno == EACCES))
+		return -1;
+	return 0;
 }
 
 /*

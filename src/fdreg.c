@@ -235,8 +235,6 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 	if (kq->kq_dead)
 		return 0;
 	if (chain == NULL) {
-		if (atomic_load_explicit(&kq->kq_vfd, memory_order_relaxed) == fd)
-			atomic_store(&kq->kq_vfd, -1);
 		if ((cur & R_REG) &&
 		    fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) != 0)
 			return errno;
@@ -291,8 +289,6 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 		return e;
 	}
 	fdreg_set(kq, fd, want | R_REG | keep);
-	if (atomic_load_explicit(&kq->kq_vfd, memory_order_relaxed) < 0)
-		atomic_store(&kq->kq_vfd, fd);
 	return 0;
 }
 

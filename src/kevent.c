@@ -11,8 +11,23 @@
  *      descriptors out round robin itself (level-triggered items go to the
  *      tail of its ready list), and each event is translated into the
  *      kevents of the knotes on that descriptor.
- * A knote is delivered at most once per call (kn_scan), and while it is on
- * kq_head the active list, not epoll, owns it.
+ * A knote is delivered at most once per call, and while it is on kq_head
+ * the active list, not epoll, owns it.
+ *
+ * The identity of a call (FreeBSD's marker): a call that copies a knote
+ * out sets KN_DELIVERED on it, and keeps kq_lock from that moment until it
+ * has cleared the bit on every knote it delivered (kq_unmark), just before
+ * it returns.  A call never lets go of the lock once it has an event (it
+ * blocks only while it has none), so KN_DELIVERED always means "delivered
+ * by the call that holds the lock now": concurrent calls never see each
+ * other's marks, and no counter can wrap.
+ *
+ * Every call ends on a bound kq controls: the active list is scanned for
+ * the entries present when the pass starts; the epoll set is fetched again
+ * only while a fetch filled its batch and made progress (a knote delivered
+ * or queued: at most once each per call), and never more than
+ * nevents / KQ_EPBATCH + 2 times per round; blocking waits are bounded by
+ * the deadline, which is checked after each of them.
  *
  * kq_lock is held throughout except around an epoll_wait() that may block.
  */
@@ -36,13 +51,28 @@
 #define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
 
 /*
- * Is kq->kq_fd still the epoll instance we created?  Called only after a
- * system call on it failed with EBADF or EINVAL.
+ * Is kq->kq_fd still the epoll instance we created?  The proof: our
+ * private doorbell eventfd is registered in that instance and in no other,
+ * so kcmp(KCMP_EPOLL_TFD) finds it only there; where kcmp is refused,
+ * EPOLL_CTL_MOD of it succeeds only there (ENOENT on another epoll set,
+ * EINVAL/EBADF on another file or a closed number) and restates the
+ * doorbell's registration unchanged.  Called before kq acts destructively
+ * on the number (kq_rebuild's dup3, the fork child's close) and when a
+ * system call on it failed.  Async-signal-safe.
  */
-static int
-kq_alive(struct kqueue *kq)
+int
+kq_owned(struct kqueue *kq)
 {
-	return fd_is_epoll(kq->kq_fd) == 1;
+	struct epoll_event ev;
+	int bell = kq->kq_src[KQ_SRC_BELL].ks_fd, r;
+
+	if (kq->kq_dead || bell < 0 || kq->kq_fd < 0)
+		return 0;
+	if ((r = epoll_holds(kq->kq_fd, bell)) >= 0)
+		return r;
+	ev.events = EPOLLIN;
+	ev.data.u64 = KQ_SRCKEY | KQ_SRC_BELL;
+	return ksys_epoll_ctl(kq->kq_fd, EPOLL_CTL_MOD, bell, &ev) == 0;
 }
 
 /* The kqueue descriptor was closed or reused: unmap the kqueue. */
@@ -114,7 +144,6 @@ again:
 		    EV_DISABLE | EV_FORCEONESHOT | EV_KEEPUDATA);
 		if (kev->flags & EV_DISABLE)
 			kn->kn_status |= KN_DISABLED;
-		kn->kn_scan = (uint16_t)(kq->kq_scanid - 1);
 		error = fop->f_modify ? fop->f_modify(kq, kn, kev) : 0;
 		if (error == 0) {
 			kn->kn_sfflags = kev->fflags;
@@ -240,8 +269,7 @@ static void
 kq_delivered(struct kqueue *kq, struct knote *kn,
     const struct filterops *fop)
 {
-	kn->kn_scan = (uint16_t)kq->kq_scanid;
-	kn->kn_status &= ~KN_ACTIVE;
+	kn->kn_status = (uint16_t)((kn->kn_status & ~KN_ACTIVE) | KN_DELIVERED);
 	if (kn->kn_flags & EV_ONESHOT) {
 		knote_drop(kq, kn);
 		return;
@@ -293,7 +321,7 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 		}
 		if (kn->kn_status & KN_DISABLED)
 			continue;
-		if (kn->kn_scan == (uint16_t)kq->kq_scanid) {
+		if (kn->kn_status & KN_DELIVERED) {
 			/* Already reported by this call: keep it for later. */
 			knote_enqueue(kq, kn);
 			continue;
@@ -360,11 +388,20 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		next = kn->kn_link;
 		if (kn->kn_status & (KN_DISABLED | KN_QUEUED | KN_DROPPED))
 			continue;
-		if (kn->kn_scan == (uint16_t)kq->kq_scanid)
-			continue;
 		want = kq_epoll_want(kn->kn_filter);
 		if (!(e->events & want))
 			continue;
+		if (kn->kn_status & KN_DELIVERED) {
+			/*
+			 * Reported earlier in this call.  A level-triggered
+			 * registration reports it again by itself; an edge
+			 * may be new activity, which the active list keeps
+			 * for the next call.
+			 */
+			if (kn->kn_reg & R_ET)
+				knote_enqueue(kq, kn);
+			continue;
+		}
 		if (k == room) {
 			/* No room: the active list reports it next time. */
 			knote_enqueue(kq, kn);
@@ -403,25 +440,36 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
  * dup() kept the open file (and its registration) alive: epoll offers no
  * way to remove those, and a level-triggered one would make every wait
  * return at once.  dup3() puts the new set under the kqueue's descriptor
- * number.  Pollers of the kqueue descriptor itself (an outer epoll or
- * kqueue) lose their registration; see kevent.2.
+ * number, which is proven ours first (kq_owned): kq_lock is held and
+ * kq_dead is clear, so no close() through the C library can come between
+ * (see close.c).  Pollers of the kqueue descriptor itself (an outer epoll
+ * or kqueue) lose their registration; see kevent.2.  Returns 0, or the
+ * errno that prevented it (EMFILE, ENFILE, ENOMEM: the zombie stays and
+ * the caller reports the error instead of spinning on it).
  */
-static void
+static int
 kq_rebuild(struct kqueue *kq)
 {
-	int nfd, fl;
+	int nfd, fl, e = 0;
 
 	kq->kq_zombie = 0;
+	if (!kq_owned(kq))
+		return EBADF;
 	fl = fcntl(kq->kq_fd, F_GETFD);
+	if (fl < 0)
+		return errno;
 	nfd = epoll_create1(EPOLL_CLOEXEC);
-	if (fl < 0 || nfd < 0)
-		goto out;
-	if (fdreg_readd_all(kq, nfd) == 0 &&
-	    dup3(nfd, kq->kq_fd, (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
-		kq->kq_regseq++;
-out:
-	if (nfd >= 0)
-		close(nfd);
+	if (nfd < 0)
+		return errno;
+	if ((e = fdreg_readd_all(kq, nfd)) == 0) {
+		if (syscall(SYS_dup3, nfd, kq->kq_fd,
+		    (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
+			kq->kq_regseq++;
+		else
+			e = errno;
+	}
+	close(nfd);
+	return e;
 }
 
 /* Enqueue the EVFILT_EMPTY knotes for their periodic re-check. */
@@ -503,6 +551,86 @@ kq_hold(struct kqueue *kq, int *held)
 }
 
 /*
+ * A system call on the kqueue descriptor failed with e: if the number no
+ * longer names our set, unmap the kqueue (EBADF).  Returns -errno.
+ */
+static int
+kq_syserr(struct kqueue *kq, int e, int *held)
+{
+	if (e != EBADF && e != EINVAL)
+		return -e;
+	if (kq_owned(kq))
+		return -e;
+	/* The registry's reference may be the last: destruction must wait
+	   for our unlock. */
+	if (kq_hold(kq, held))
+		kq_kill(kq);
+	else
+		kq->kq_dead = 1;
+	return -EBADF;
+}
+
+/*
+ * One collection round, kq_lock held throughout (no sleeping): the active
+ * list, the epoll set without blocking, then the active list again for
+ * what the set queued there.  Returns the kevents written to out, or
+ * -errno when none were and the set could not be read.
+ */
+static inline __attribute__((always_inline)) int
+kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
+    int nevents)
+{
+	int n = 0, r, i, want, before, queued, fetches;
+
+	if (kq->kq_nrepoll > 0)
+		kq_repoll(kq);
+	if (kq->kq_count > 0)
+		n = kq_scan_active(kq, out, nevents);
+	for (fetches = nevents / KQ_EPBATCH + 2; n < nevents && fetches > 0;
+	    fetches--) {
+		want = nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH;
+		r = ksys_epoll_poll(kq->kq_fd, ev, want);
+		if (r < 0) {
+			if (n > 0)
+				break;
+			return r;
+		}
+		before = n;
+		queued = kq->kq_count;
+		for (i = 0; i < r; i++)
+			n += kq_translate(kq, &ev[i], out + n, nevents - n, 0);
+		/* A short batch is all there is; a full one that brought
+		   nothing new holds only what this call already has. */
+		if (r < want || (n == before && kq->kq_count == queued))
+			break;
+	}
+	if (n < nevents && kq->kq_count > 0)
+		n += kq_scan_active(kq, out + n, nevents - n);
+	return n;
+}
+
+/*
+ * The call is about to return (or let go of kq_lock): clear KN_DELIVERED
+ * on the knotes it copied out.  A knote dropped since (EV_ONESHOT) is not
+ * found and needs nothing.
+ */
+static void
+kq_unmark(struct kqueue *kq, const struct kevent *out, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		const struct filterops *fop = filter_lookup(out[i].filter);
+		struct knote *kn;
+
+		kn = knote_lookup(kq, out[i].ident, out[i].filter,
+		    fop->f_isfd);
+		if (kn != NULL)
+			kn->kn_status &= (uint16_t)~KN_DELIVERED;
+	}
+}
+
+/*
  * Collect up to nevents events.  Returns the count, or -errno.
  * Called and returns with kq_lock held.  *held says whether the caller
  * holds a reference on kq; one is taken (and *held set) before the lock
@@ -516,35 +644,32 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 {
 	struct epoll_event ev[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
-	int n = 0, r, i, infinite = 0, zero = 0, stale, looked = 0;
+	int n, r, i, want, infinite = 0, zero = 0, e, stale;
 	uint32_t seq;
 	uint64_t runs;
 
-	if (tsp == NULL)
+	if (tsp == NULL || tsp->tv_sec > INT32_MAX)
 		infinite = 1;
 	else if (tsp->tv_sec == 0 && tsp->tv_nsec == 0)
 		zero = 1;
-	else if (tsp->tv_sec > INT32_MAX)
-		infinite = 1;
-	/* else the deadline is set before the first wait that may block */
-
-	if ((uint16_t)++kq->kq_scanid == 0)
-		knote_scan_wrap(kq);
+	kq->kq_scanid++;
 	for (;;) {
-		if (kq->kq_count > 0) {
-			n += kq_scan_active(kq, out + n, nevents - n);
-			if (n == nevents)
-				break;
+		n = kq_collect(kq, ev, out, nevents);
+		if (n < 0) {
+			n = kq_syserr(kq, -n, held);
+			break;
 		}
-		/*
-		 * Before a wait that may block, look once without letting go
-		 * of the lock: in a busy loop events are ready and this saves
-		 * the unlock, the reference and the libc wrapper; when none
-		 * are, it costs one system call before sleeping.
-		 */
-		if (n > 0 || zero || !looked)
-			tmo = 0;
-		else if (infinite)
+		if (kq->kq_zombie && (e = kq_rebuild(kq)) != 0 && n == 0) {
+			/* Cannot get rid of a registration that would make
+			   every wait return at once: say so. */
+			kq->kq_zombie = 1;
+			n = e == EBADF ? kq_syserr(kq, EBADF, held) : -e;
+			break;
+		}
+		if (n > 0 || zero)
+			break;
+		/* Nothing ready: sleep until something is, or the deadline. */
+		if (infinite)
 			tmo = -1;
 		else {
 			int64_t now = kq_now_ns();
@@ -552,76 +677,55 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			if (deadline < 0)
 				deadline = now + ts_to_ns(tsp);
 			tmo = deadline - now;
-			if (tmo < 0)
-				tmo = 0;
+			if (tmo <= 0)
+				break;
 		}
 		if (kq->kq_nrepoll > 0 && (tmo < 0 ||
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
-		looked = 1;
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */
-		runs = tmo != 0 ? kq_sig_app_runs() : 0;
-		/* A wait that cannot block keeps the lock: no other thread
-		   could do anything useful in that time. */
-		if (tmo != 0) {
-			if (!kq_hold(kq, held)) {
-				/* Being destroyed: it was closed. */
-				kq->kq_dead = 1;
-				return -EBADF;
-			}
-			KQ_UNLOCK(kq);
+		runs = kq_sig_app_runs();
+		if (!kq_hold(kq, held)) {
+			/* Being destroyed: it was closed. */
+			kq->kq_dead = 1;
+			return -EBADF;
 		}
-		r = kq_epoll_wait(kq->kq_fd, ev,
-		    nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH, tmo);
-		if (tmo != 0)
-			KQ_LOCK(kq);
-		stale = seq != kq->kq_regseq;
-		if (r < 0 && errno == EINTR && kq_sig_eintr_absorbed(runs))
-			r = 0;	/* only counted for EVFILT_SIGNAL: not EINTR */
+		KQ_UNLOCK(kq);
+		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
+		r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
+		e = errno;
+		KQ_LOCK(kq);
+		if (kq->kq_dead) {
+			/* Closed while we slept: pass the wake-up on. */
+			kq_bell_ring(kq);
+			return -EBADF;
+		}
 		if (r < 0) {
-			int e = errno;
-
-			if (n > 0)
-				break;
-			if ((e == EBADF || e == EINVAL) && !kq_alive(kq)) {
-				/* The registry's reference may be the last:
-				   destruction must wait for our unlock. */
-				if (kq_hold(kq, held))
-					kq_kill(kq);
-				else
-					kq->kq_dead = 1;
-				return -EBADF;
-			}
-			return -e;
+			if (e == EINTR && kq_sig_eintr_absorbed(runs))
+				continue;  /* counted for EVFILT_SIGNAL only */
+			n = kq_syserr(kq, e, held);
+			break;
 		}
-		for (i = 0; i < r && n < nevents; i++)
+		stale = seq != kq->kq_regseq;
+		n = 0;
+		for (i = 0; i < r; i++)
 			n += kq_translate(kq, &ev[i], out + n, nevents - n,
 			    stale);
-		for (; i < r; i++) {
-			/* Out of room: internal sources still need service. */
-			n += kq_translate(kq, &ev[i], out + n, 0, stale);
+		if (n > 0) {
+			/* A full batch: more may be ready; top up. */
+			if (n < nevents && (r == want || kq->kq_count > 0)) {
+				r = kq_collect(kq, ev, out + n, nevents - n);
+				if (r > 0)
+					n += r;
+			}
+			break;
 		}
-		if (kq->kq_nrepoll > 0)
-			kq_repoll(kq);
-		if (kq->kq_zombie)
-			kq_rebuild(kq);
-		if (n == nevents)
-			break;
-		if (r == KQ_EPBATCH)
-			continue;	/* more may be ready: fetch without waiting */
-		if (kq->kq_count > 0) {
-			n += kq_scan_active(kq, out + n, nevents - n);
-			if (n > 0)
-				break;
-		}
-		if (n > 0 || zero)
-			break;
-		if (deadline >= 0 && kq_now_ns() >= deadline)
-			break;
-		/* Only stale or internal events: wait again (never return 0
-		   from an infinite wait). */
+		/* Only stale or internal events, or the timeout: round again
+		   (an infinite wait never returns 0). */
 	}
+	if (n > 0)
+		kq_unmark(kq, out, n);
 	return n;
 }
 
@@ -807,8 +911,12 @@ kq_absorb(struct kqueue *kq)
 
 /*
  * The number of events pending on the kqueue whose descriptor is fd (data
- * of EVFILT_READ on a kqueue).  Lock order: outer kqueue, then inner
- * (epoll forbids cycles of nested instances).
+ * of EVFILT_READ on a kqueue), called by a scan of another kqueue with that
+ * kqueue's lock held.  The inner lock is only tried, never waited for:
+ * stale registrations can make two kqueues watch each other (a kqueue
+ * watched B, B was closed and its number went to a kqueue that watches
+ * the first), and waiting would deadlock them.  When the inner kqueue is
+ * busy its descriptor was reported readable, and 1 is the answer.
  */
 int64_t
 kq_pending(int fd)
@@ -819,7 +927,10 @@ kq_pending(int fd)
 
 	if (kq == NULL)
 		return 1;	/* a foreign epoll instance: it is readable */
-	KQ_LOCK(kq);
+	if (!kq_mutex_trylock(&kq->kq_lock)) {
+		kq_release(kq);
+		return 1;
+	}
 	count = kq_absorb(kq);
 	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
 		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))

@@ -249,40 +249,57 @@ kq_bell_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	(void)events;
 }
 
+/* Create the doorbell of a new kqueue.  Returns 0 or an errno. */
+int
+kq_bell_create(struct kqueue *kq)
+{
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), e;
+
+	if (fd < 0)
+		return errno;
+	if ((e = kq_src_add(kq, KQ_SRC_BELL, fd, kq_bell_ready)) != 0) {
+		close(fd);
+		return e;
+	}
+	kq->kq_bell_rung = 0;
+	return 0;
+}
+
 /*
- * Keep the doorbell in step with the active list: readable while kq_head is
- * non-empty, so that poll/select/epoll on the kqueue descriptor and threads
- * blocked in epoll_wait() see work that only userspace knows about.
- * Called through kq_bell_update() when the two disagree.
+ * Keep the doorbell in step with the active list (see kq_int.h).  Called
+ * through kq_bell_update() when the two disagree.  A dead kqueue's doorbell
+ * stays rung.
  */
 void
 kq_bell_sync(struct kqueue *kq)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_BELL];
 	uint64_t v = 1;
-	ssize_t r;
 
+	KQ_ASSERT(src->ks_ready != NULL);
 	if (kq->kq_dead)
 		return;
 	if (kq->kq_count > 0 && !kq->kq_bell_rung) {
-		if (src->ks_ready == NULL) {
-			int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-
-			if (fd < 0)
-				return;
-			if (kq_src_add(kq, KQ_SRC_BELL, fd, kq_bell_ready)) {
-				close(fd);
-				return;
-			}
-		}
-		r = write(src->ks_fd, &v, sizeof(v));
-		(void)r;
+		(void)!write(src->ks_fd, &v, sizeof(v));
 		kq->kq_bell_rung = 1;
 	} else if (kq->kq_count == 0 && kq->kq_bell_rung) {
-		r = read(src->ks_fd, &v, sizeof(v));
-		(void)r;
+		(void)!read(src->ks_fd, &v, sizeof(v));
 		kq->kq_bell_rung = 0;
 	}
+}
+
+/*
+ * Ring the doorbell whatever its state: every write wakes one thread
+ * blocked in epoll_wait() on the set (a dead kqueue's sleepers).
+ */
+void
+kq_bell_ring(struct kqueue *kq)
+{
+	uint64_t v = 1;
+
+	if (kq->kq_src[KQ_SRC_BELL].ks_ready != NULL)
+		(void)!write(kq->kq_src[KQ_SRC_BELL].ks_fd, &v, sizeof(v));
+	kq->kq_bell_rung = 1;
 }
 
 /* Add internal source slot's descriptor fd to the epoll set epfd. */
@@ -453,24 +470,4 @@ void
 kq_mutex_wake(_Atomic int *m)
 {
 	syscall(SYS_futex, m, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/*
- * kn_scan keeps the low 16 bits of kq_scanid.  When they wrap to 0, mark
- * every knote as last delivered by scan 0xffff, so that no stale value can
- * equal a scan id of the coming 65536 collections.
- */
-void
-knote_scan_wrap(struct kqueue *kq)
-{
-	struct knote *kn;
-	size_t b;
-	int fd;
-
-	for (fd = 0; fd < kq->kq_fdtabsize; fd++)
-		for (kn = kq->kq_fdtab[fd]; kn != NULL; kn = kn->kn_link)
-			kn->kn_scan = 0xffff;
-	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
-		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link)
-			kn->kn_scan = 0xffff;
 }

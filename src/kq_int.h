@@ -32,6 +32,19 @@
 
 #define KQ_EXPORT	__attribute__((visibility("default")))
 
+/*
+ * KQ_ASSERT(cond): an invariant of docs/DESIGN.md.  Checked in debug
+ * builds (-DKQ_DEBUG; the ASan+UBSan CI build), where a violation prints
+ * where and aborts; compiled out otherwise.
+ */
+#ifdef KQ_DEBUG
+void	kq_assert_fail(const char *expr, const char *file, int line)
+	    __attribute__((noreturn, cold));
+#define KQ_ASSERT(c)	((c) ? (void)0 : kq_assert_fail(#c, __FILE__, __LINE__))
+#else
+#define KQ_ASSERT(c)	((void)0)
+#endif
+
 struct kqueue;
 struct knote;
 
@@ -83,7 +96,7 @@ struct filterops {
 	int	(*f_readd)(struct kqueue *, struct knote *, int epfd);
 };
 
-/* knote status bits (kn_status) */
+/* knote status bits (kn_status, 16 bits) */
 #define KN_QUEUED	0x01	/* on kq_head */
 #define KN_DISABLED	0x02	/* EV_DISABLE or dispatched */
 #define KN_DROPPED	0x04	/* unlinked; freed when it leaves kq_head */
@@ -93,6 +106,10 @@ struct filterops {
 				   for the buffer to fill again */
 #define KN_TRIGGERED	0x40	/* EVFILT_USER: NOTE_TRIGGER seen */
 #define KN_ATTACHED	0x80	/* f_attach succeeded: f_modify is a modify */
+#define KN_DELIVERED	0x100	/* copied out by the kevent() call that holds
+				   kq_lock now (see kq_scan: set only while
+				   that call keeps the lock, cleared before
+				   it lets go) */
 
 /*
  * A registration.  48 bytes: with the 8-byte kq_fdtab slot a watched
@@ -109,13 +126,11 @@ struct knote {
 	int32_t		 kn_sdata;	/* filter input data, clamped to 32
 					   bits (kn_clamp32) */
 	uint16_t	 kn_flags;	/* stored EV_ flags (no ADD/DELETE/...) */
-	int8_t		 kn_filter;	/* EVFILT_* */
-	uint8_t		 kn_status;	/* KN_* */
+	uint16_t	 kn_status;	/* KN_* */
 	uint16_t	 kn_reg;	/* fd knotes: epoll registration state
 					   of the whole fd (same on every knote
 					   of the chain), see fdreg.h */
-	uint16_t	 kn_scan;	/* low bits of kq_scanid at the last
-					   delivery (see knote_scan_wrap) */
+	int8_t		 kn_filter;	/* EVFILT_* */
 };
 
 /* kev->data as kn_sdata stores it. */
@@ -168,14 +183,14 @@ struct kqueue {
 					   kqueue through a dup() */
 	int		 kq_fd;		/* epoll descriptor == the kqueue fd */
 	int		 kq_dead;	/* fd closed or foreign: no more syscalls */
-	_Atomic int	 kq_vfd;	/* a descriptor registered in the epoll
-					   set, to recognise it (fork), or -1 */
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
 	int		 kq_count;	/* entries on kq_head (incl. dropped) */
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
 	int		 kq_zombie;	/* an unremovable registration exists:
 					   rebuild the epoll set (kevent.c) */
-	uint32_t	 kq_scanid;	/* bumped by every collection */
+	uint32_t	 kq_scanid;	/* bumped by every kq_scan (inotify
+					   drains once per collection); never
+					   compared with anything on a knote */
 	uint32_t	 kq_regseq;	/* bumped by every epoll_ctl: epoll
 					   events fetched across a change may
 					   be stale and are re-checked */
@@ -212,6 +227,16 @@ kq_mutex_lock(_Atomic int *m)
 		kq_mutex_wait(m, c);
 }
 
+/* Take the lock only if it is free; never waits.  Returns 1 if taken. */
+static inline int
+kq_mutex_trylock(_Atomic int *m)
+{
+	int c = 0;
+
+	return atomic_compare_exchange_strong_explicit(m, &c, 1,
+	    memory_order_acquire, memory_order_relaxed);
+}
+
 static inline void
 kq_mutex_unlock(_Atomic int *m)
 {
@@ -223,8 +248,17 @@ kq_mutex_unlock(_Atomic int *m)
 #define KQ_UNLOCK(kq)	kq_mutex_unlock(&(kq)->kq_lock)
 
 void		 kq_bell_sync(struct kqueue *);
+int		 kq_bell_create(struct kqueue *);
+void		 kq_bell_ring(struct kqueue *);
 
-/* The doorbell is readable exactly while kq_head is non-empty (knote.c). */
+/*
+ * The doorbell (knote.c): a private eventfd, created with the kqueue and
+ * registered level-triggered in its epoll set.  It is readable exactly
+ * while kq_head is non-empty (so pollers of the kqueue descriptor and
+ * threads blocked in epoll_wait see work only userspace knows about), and
+ * for good once the kqueue is dead (every sleeper wakes, in turn, and
+ * returns EBADF).  It also proves the epoll set is ours (kq_owned).
+ */
 static inline void
 kq_bell_update(struct kqueue *kq)
 {
@@ -292,7 +326,6 @@ void		 knote_enqueue(struct kqueue *, struct knote *);
 int		 knote_drop(struct kqueue *, struct knote *);
 void		 knote_drop_fd(struct kqueue *, int fd);
 void		 kq_free_all(struct kqueue *);
-void		 knote_scan_wrap(struct kqueue *);
 
 /* The knote chain of descriptor fd, or NULL. */
 static inline struct knote *
@@ -305,6 +338,7 @@ knote_fdchain(struct kqueue *kq, int fd)
 
 /* kevent.c */
 int		 kq_register(struct kqueue *, struct kevent *);
+int		 kq_owned(struct kqueue *);
 int64_t		 kq_pending(int fd);
 int64_t		 kq_absorb(struct kqueue *);
 

@@ -3,10 +3,12 @@
  * kqueue.
  *
  * A kqueue is an epoll instance plus a struct kqueue.  The epoll descriptor
- * is the descriptor handed to the application; internal descriptors (the
- * doorbell eventfd, inotify) are created lazily, the first time a filter
- * needs them, so that kqueue()+close() costs little more than
- * epoll_create1()+close().
+ * is the descriptor handed to the application.  The doorbell eventfd is
+ * created with it (a kqueue that could not be woken or recognised is no
+ * kqueue: kqueue() fails with EMFILE/ENFILE rather than later calls
+ * failing silently); the other internal descriptors (inotify, the timer
+ * heap's timerfd, ...) are created by the first EV_ADD that needs them,
+ * whose error that EV_ADD returns.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +23,7 @@ static int
 kqueue_create(int cloexec)
 {
 	struct kqueue *kq;
-	int fd;
+	int fd, s, e;
 
 	kq = kq_pool_get();
 	if (kq == NULL) {
@@ -30,8 +32,7 @@ kqueue_create(int cloexec)
 	}
 	fd = epoll_create1(cloexec ? EPOLL_CLOEXEC : 0);
 	if (fd < 0) {
-		int e = errno;
-
+		e = errno;
 		kq_pool_put(kq);
 		errno = e;
 		return -1;
@@ -43,8 +44,17 @@ kqueue_create(int cloexec)
 	KQ_LOCK(kq);
 	kq->kq_fd = fd;
 	kq->kq_dead = 0;
-	atomic_store(&kq->kq_vfd, -1);
 	STAILQ_INIT(&kq->kq_head);
+	for (s = 0; s < KQ_NSRC; s++)
+		kq->kq_src[s].ks_fd = -1;
+	if ((e = kq_bell_create(kq)) != 0) {
+		kq->kq_dead = 1;
+		KQ_UNLOCK(kq);
+		close(fd);
+		kq_pool_put(kq);
+		errno = e;
+		return -1;
+	}
 	atomic_store_explicit(&kq->kq_refs, 1, memory_order_release);
 	KQ_UNLOCK(kq);
 	kq_registry_insert(fd, kq);

@@ -186,23 +186,6 @@ kq_pool_put(struct kqueue *kq)
 	pthread_mutex_unlock(&reg_lock);
 }
 
-/*
- * Does kq->kq_fd still name our epoll instance?  The application may have
- * closed it and the number been reused by an unrelated file, which the
- * fork child must not close.  kcmp(KCMP_EPOLL_TFD) asks whether the file
- * at kq_vfd is the one registered at kq_vfd in the epoll set kq_fd.  A
- * kqueue with nothing registered cannot be recognised; its descriptor is
- * left open and kevent() reports EBADF for it (kq_registry_orphan()).
- * Async-signal-safe.
- */
-static int
-reg_is_ours(struct kqueue *kq)
-{
-	int vfd = atomic_load_explicit(&kq->kq_vfd, memory_order_relaxed);
-
-	return vfd >= 0 && epoll_holds(kq->kq_fd, vfd);
-}
-
 /* Was fd a kqueue descriptor of the parent that this fork child kept? */
 int
 kq_registry_orphan(int fd)
@@ -218,7 +201,8 @@ kq_registry_orphan(int fd)
 /*
  * fork(): as on FreeBSD the child does not inherit kqueues.  The child
  * handler closes the child's copies of every kqueue descriptor it can
- * recognise (reg_is_ours) and of the internal descriptors, so the numbers
+ * recognise (kq_owned: its doorbell is registered in it) and of the internal
+ * descriptors, so the numbers
  * are free (EBADF on use) and the parent's epoll sets are never touched by
  * the child.  Only async-signal-safe calls are made: the child of a
  * threaded parent may make no others.  The kqueue objects are kept
@@ -255,7 +239,7 @@ reg_atfork_child(void)
 			/* An unrecognised number stays open (orphan). */
 			if (kq->kq_dead)
 				kq->kq_fd = -1;
-			else if (reg_is_ours(kq)) {
+			else if (kq_owned(kq)) {
 				close(kq->kq_fd);
 				kq->kq_fd = -1;
 			}

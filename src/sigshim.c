@@ -44,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 
 #include "kq_int.h"
 #include "sigshim.h"
@@ -367,7 +368,7 @@ kq_sig_atfork_child(void)
 		int nfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
 		if (nfd >= 0) {
-			dup3(nfd, fd, O_CLOEXEC);
+			(void)syscall(SYS_dup3, nfd, fd, O_CLOEXEC);
 			close(nfd);
 		}
 	}
