@@ -624,8 +624,16 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 		return 0;
 	}
 	kn->kn_flags &= ~EV_FLAG1;
-	if (fd < 0)
-		return errno == EINVAL ? ESRCH : errno;	/* a thread id */
+	if (fd < 0) {
+		/*
+		 * The id of a thread other than a main thread: ENOENT since
+		 * Linux 6.9, EINVAL before.  FreeBSD's pfind() finds only
+		 * processes: ESRCH.
+		 */
+		if (errno == ENOENT || errno == EINVAL)
+			return ESRCH;
+		return errno;
+	}
 	/* First the time, then the check: see proc_await_cn. */
 	pn->pn_since = (uint64_t)kq_now_ns();
 	if (kq_pidfd_exited(fd)) {

@@ -13,11 +13,15 @@
  * NOTE_FORK/NOTE_EXEC/NOTE_TRACK need privilege on Linux (the proc
  * connector); those tests are skipped when EV_ADD fails with EPERM.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #ifdef __linux__
 #include <sys/syscall.h>
+#endif
+#ifdef __FreeBSD__
+#include <sys/thr.h>
 #endif
 
 #include "helpers.h"
@@ -208,6 +212,75 @@ unknown_pid_is_esrch(void **state)
 	assert_int_equal(kevent(kq, &kev, 1, &out, 1, &t_zero), 1);
 	assert_true(out.flags & EV_ERROR);
 	assert_int_equal(out.data, ESRCH);
+	close(kq);
+}
+
+/* The id of the calling thread (not a pid unless it is the main one). */
+static long
+thread_id(void)
+{
+#if defined(__linux__)
+	return (long)syscall(SYS_gettid);
+#elif defined(__FreeBSD__)
+	long id;
+
+	thr_self(&id);
+	return id;
+#else
+	return -1;
+#endif
+}
+
+struct tid_box {
+	pthread_mutex_t	mtx;
+	pthread_cond_t	cv;
+	long		tid;
+	int		done;
+};
+
+static void *
+tid_thread(void *arg)
+{
+	struct tid_box *b = arg;
+
+	pthread_mutex_lock(&b->mtx);
+	b->tid = thread_id();
+	pthread_cond_broadcast(&b->cv);
+	while (!b->done)
+		pthread_cond_wait(&b->cv, &b->mtx);
+	pthread_mutex_unlock(&b->mtx);
+	return NULL;
+}
+
+/* FreeBSD's pfind() finds processes, not threads: ESRCH. */
+static void
+thread_id_of_other_thread_is_esrch(void **state)
+{
+	struct tid_box b = { PTHREAD_MUTEX_INITIALIZER,
+	    PTHREAD_COND_INITIALIZER, 0, 0 };
+	pthread_t t;
+	int kq = kqueue(), r, e;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pthread_create(&t, NULL, tid_thread, &b), 0);
+	pthread_mutex_lock(&b.mtx);
+	while (b.tid == 0)
+		pthread_cond_wait(&b.cv, &b.mtx);
+	pthread_mutex_unlock(&b.mtx);
+	if (b.tid < 0)
+		skip();
+	assert_true(b.tid != (long)getpid());
+	r = proc_add(kq, (pid_t)b.tid, EV_ADD, NOTE_EXIT);
+	e = errno;
+	pthread_mutex_lock(&b.mtx);
+	b.done = 1;
+	pthread_cond_broadcast(&b.cv);
+	pthread_mutex_unlock(&b.mtx);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(r, -1);
+	assert_int_equal(e, ESRCH);
+	/* The main thread's id is the process's. */
+	assert_int_equal(proc_add(kq, getpid(), EV_ADD, NOTE_EXIT), 0);
 	close(kq);
 }
 
@@ -733,6 +806,7 @@ main(void)
 		cmocka_unit_test(note_exit_on_zombie_fires_at_once),
 		cmocka_unit_test(zombie_without_note_exit_is_esrch),
 		cmocka_unit_test(unknown_pid_is_esrch),
+		cmocka_unit_test(thread_id_of_other_thread_is_esrch),
 		cmocka_unit_test(disabled_knote_reports_exit_when_enabled),
 		cmocka_unit_test(disabled_knote_of_exited_process_does_not_spin),
 		cmocka_unit_test(note_fork_reported_on_fork),
