@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 
 #include "kq_int.h"
+#include "kq_inotify.h"
 #include "fdreg.h"
 
 #ifndef STATX_MNT_ID
@@ -393,6 +394,24 @@ vn_stale(struct kqueue *kq, struct vnote *vn, int e, int readd)
 	return 0;
 }
 
+/*
+ * Any change (EV_ADD, EV_ENABLE, EV_DISABLE ...) replaces fflags, as in
+ * FreeBSD's kqueue_register.  FreeBSD has recorded every operation on the
+ * file under the fflags in force when it happened, the knote being
+ * disabled or not; here the operations still queued in inotify are read
+ * first, so they are recorded under the old fflags, and the cached size
+ * of an EV_ADD (filt_vnupdate) starts after them.
+ */
+static int
+filt_vnmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
+{
+	if ((kn->kn_status & KN_ATTACHED) && !(VN(kn)->vn_state & VS_DEAD))
+		kq_inotify_drain(kq);
+	kn->kn_sfflags = kev->fflags;
+	kn->kn_sdata = kn_clamp32(kev->data);
+	return 0;
+}
+
 static int
 filt_vnupdate(struct kqueue *kq, struct knote *kn, int readd)
 {
@@ -545,6 +564,7 @@ const struct filterops vnode_filtops = {
 	.f_size = sizeof(struct vnote),
 	.f_attach = filt_vnattach,
 	.f_detach = filt_vndetach,
+	.f_modify = filt_vnmodify,
 	.f_update = filt_vnupdate,
 	.f_event = filt_vnevent,
 	.f_clear = filt_vnclear,

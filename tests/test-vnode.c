@@ -716,6 +716,50 @@ fflags_accumulate_while_disabled_and_fire_on_enable(void **state)
 	close(kq);
 }
 
+/*
+ * FreeBSD records a change in the knote when it happens, under the fflags
+ * of that moment, disabled or not; EV_ENABLE (which, like every change,
+ * replaces fflags -- here by 0) then reports it.  No kevent() call comes
+ * between the change and EV_ENABLE.
+ */
+static void
+change_while_disabled_reported_by_ev_enable_with_zero_fflags(void **state)
+{
+	int kq = kqueue(), fd = make_file("f", "abcdef"), w;
+	char p[128];
+
+	(void)state;
+	vn_add(kq, fd, EV_CLEAR | EV_DISABLE, NOTE_WRITE | NOTE_ATTRIB);
+	w = open(tpath(p, sizeof(p), "f"), O_WRONLY);
+	assert_true(w >= 0);
+	assert_int_equal(pwrite(w, "XY", 2, 1), 2);
+	assert_int_equal(chmod(p, 0600), 0);
+	usleep(50000);
+	t_change(kq, (uintptr_t)fd, EVFILT_VNODE, EV_ENABLE, 0, 0, NULL);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_ATTRIB);
+	t_expect_none(kq);
+	close(w);
+	close(fd);
+	close(kq);
+}
+
+/* EV_ADD on the knote must not lose the growth seen before it. */
+static void
+growth_while_disabled_still_extend_after_ev_add(void **state)
+{
+	int kq = kqueue(), fd = make_file("f", "abc");
+
+	(void)state;
+	vn_add(kq, fd, EV_CLEAR | EV_DISABLE, NOTE_WRITE | NOTE_EXTEND);
+	append_file("f", "more");
+	usleep(50000);
+	vn_add(kq, fd, EV_ENABLE, NOTE_WRITE | NOTE_EXTEND);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
+	t_expect_none(kq);
+	close(fd);
+	close(kq);
+}
+
 static void
 ev_add_replaces_interest_but_keeps_fired_flags(void **state)
 {
@@ -1153,6 +1197,8 @@ main(void)
 		T(ev_clear_resets_fflags_after_delivery),
 		T(without_ev_clear_knote_stays_active_with_accumulated_fflags),
 		T(fflags_accumulate_while_disabled_and_fire_on_enable),
+		T(change_while_disabled_reported_by_ev_enable_with_zero_fflags),
+		T(growth_while_disabled_still_extend_after_ev_add),
 		T(ev_add_replaces_interest_but_keeps_fired_flags),
 		T(ev_oneshot_delivers_once_and_deletes),
 		T(write_after_rename_still_reported),
