@@ -37,6 +37,11 @@
  * knote.  Events older than a knote (timestamp before its registration)
  * are not reported on it.
  *
+ * As FreeBSD's filt_proc, an event is recorded in the knote under the
+ * fflags in force when it happens, whether the knote is disabled or not,
+ * and a later change of fflags does not undo it: filt_procmodify catches
+ * up with the process before a change replaces them.
+ *
  * All hooks run with kq_lock held.
  */
 #include <errno.h>
@@ -204,7 +209,8 @@ proc_mark_exit(struct procnote *pn, int64_t status)
 	if (pn->pn_state & PN_EXITED)
 		return;
 	pn->pn_state |= PN_EXITED;
-	if (kn->kn_sfflags & NOTE_EXIT) {
+	/* PN_EXITWAIT: the exit was seen while NOTE_EXIT was asked for. */
+	if ((kn->kn_sfflags & NOTE_EXIT) || (pn->pn_state & PN_EXITWAIT)) {
 		pn->pn_fflags |= NOTE_EXIT;
 		pn->pn_data = status >= 0 ? status :
 		    kq_proc_status(pn->pn_pidfd, (pid_t)kn->kn_ident,
@@ -591,11 +597,26 @@ fail:
 /* Filter operations                                                  */
 /* ------------------------------------------------------------------ */
 
+/*
+ * A change replaces the fflags (FreeBSD's kqueue_register, EV_ENABLE and
+ * EV_DISABLE included).  FreeBSD has recorded every event of the process
+ * under the fflags in force when it happened, disabled or not; here what
+ * happened since kq last looked is recorded first, under the old fflags:
+ * the connector's queued events, then the exit (whose edge on the pidfd a
+ * disabled knote let pass).  Before opening the connector for the new
+ * fflags: an exit already past must not wait for its message.
+ */
 static int
 filt_procmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 {
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_PROC];
 	int e;
 
+	if (kn->kn_status & KN_ATTACHED) {
+		if (src->ks_ready != NULL && !kq->kq_dead)
+			proc_cn_ready(kq, src, 0);
+		(void)proc_check_exit(kq, PN(kn));
+	}
 	if ((kev->fflags & NOTE_NEEDCN) && (e = proc_cn_open(kq)) != 0)
 		return e;
 	kn->kn_sfflags = kev->fflags;
@@ -624,8 +645,16 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 		return 0;
 	}
 	kn->kn_flags &= ~EV_FLAG1;
-	if (fd < 0)
-		return errno == EINVAL ? ESRCH : errno;	/* a thread id */
+	if (fd < 0) {
+		/*
+		 * The id of a thread other than a main thread: ENOENT since
+		 * Linux 6.9, EINVAL before.  FreeBSD's pfind() finds only
+		 * processes: ESRCH.
+		 */
+		if (errno == ENOENT || errno == EINVAL)
+			return ESRCH;
+		return errno;
+	}
 	/* First the time, then the check: see proc_await_cn. */
 	pn->pn_since = (uint64_t)kq_now_ns();
 	if (kq_pidfd_exited(fd)) {

@@ -5,18 +5,23 @@
  * The knote subscribes, through inotify.c, to the inotify events that can
  * produce the NOTE_* flags it asked for, on the inode its descriptor
  * names (via /proc/self/fd/N: the watch follows the open file across
- * rename and unlink).  Each event is turned into NOTE_* flags here; the
- * requested ones accumulate in vn_fired until delivered, and are reset
- * after delivery only with EV_CLEAR.  As in FreeBSD, the knote is active
- * while vn_fired is not empty, so without EV_CLEAR it is reported by every
- * kevent() call.
+ * rename and unlink).  Each event is one operation on the file, turned
+ * here into the NOTE_* hint FreeBSD's vnode hook for it passes to knote();
+ * as filt_vfsvnode does, the whole hint is recorded in vn_fired once one of
+ * its flags was asked for (a write that grows the file is NOTE_WRITE |
+ * NOTE_EXTEND, whichever of the two the knote asked for), disabled or not.
+ * vn_fired accumulates until delivered and is reset after delivery only
+ * with EV_CLEAR.  As in FreeBSD, the knote is active while vn_fired is not
+ * empty, so without EV_CLEAR it is reported by every kevent() call.
  *
  * inotify does not say everything FreeBSD's vnode hooks do; fstat() fills
  * the gaps: IN_MODIFY is NOTE_WRITE, plus NOTE_EXTEND when st_size grew;
- * IN_ATTRIB is NOTE_LINK when st_nlink grew (link), NOTE_DELETE when it
- * dropped (unlink, rename over it: FreeBSD reports every unlink of the
- * vnode), NOTE_ATTRIB otherwise.  fstat() generates no inotify event, and
- * nothing here opens or reads the watched file.
+ * on a file IN_ATTRIB is NOTE_LINK when st_nlink grew (link), NOTE_DELETE
+ * when it dropped (unlink, rename over it: FreeBSD reports every unlink of
+ * the vnode), NOTE_ATTRIB otherwise; on a directory, whose link count
+ * follows its subdirectories (entry events), it is NOTE_ATTRIB.  fstat()
+ * generates no inotify event, and nothing here opens or reads the watched
+ * file.
  *
  * NOTE_REVOKE: FreeBSD revokes the vnodes of a file system unmounted by
  * force.  Linux refuses to unmount a file system with open files, except
@@ -45,6 +50,7 @@
 #include <sys/stat.h>
 
 #include "kq_int.h"
+#include "kq_inotify.h"
 #include "fdreg.h"
 
 #ifndef STATX_MNT_ID
@@ -388,6 +394,24 @@ vn_stale(struct kqueue *kq, struct vnote *vn, int e, int readd)
 	return 0;
 }
 
+/*
+ * Any change (EV_ADD, EV_ENABLE, EV_DISABLE ...) replaces fflags, as in
+ * FreeBSD's kqueue_register.  FreeBSD has recorded every operation on the
+ * file under the fflags in force when it happened, the knote being
+ * disabled or not; here the operations still queued in inotify are read
+ * first, so they are recorded under the old fflags, and the cached size
+ * of an EV_ADD (filt_vnupdate) starts after them.
+ */
+static int
+filt_vnmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
+{
+	if ((kn->kn_status & KN_ATTACHED) && !(VN(kn)->vn_state & VS_DEAD))
+		kq_inotify_drain(kq);
+	kn->kn_sfflags = kev->fflags;
+	kn->kn_sdata = kn_clamp32(kev->data);
+	return 0;
+}
+
 static int
 filt_vnupdate(struct kqueue *kq, struct knote *kn, int readd)
 {
@@ -449,9 +473,24 @@ filt_vnclear(struct kqueue *kq, struct knote *kn)
 }
 
 /*
+ * One operation on the file, FreeBSD's knote(hint): as filt_vfsvnode, the
+ * whole hint is recorded once one of its flags was asked for (a write
+ * that grows the file is NOTE_WRITE | NOTE_EXTEND even for a knote that
+ * asked for one of them).  Recorded whether or not the knote is disabled.
+ */
+static void
+vn_hint(struct vnote *vn, uint32_t hint)
+{
+	if (hint & vn->vn_kn.kn_sfflags)
+		vn->vn_fired |= hint & NOTE_VNODE_ALL;
+}
+
+/*
  * From inotify.c: mask is an inotify event mask about the file itself (or
- * IN_Q_OVERFLOW: events were lost), hint NOTE_* flags already derived
- * from an event about a directory entry.
+ * IN_Q_OVERFLOW: events were lost), hint the NOTE_* flags of an operation
+ * on an entry of the directory (FreeBSD's hint for it).  Each inotify
+ * event is one operation, except IN_Q_OVERFLOW, which stands for whatever
+ * the file's status shows changed.
  */
 void
 filt_vnode_inotify(struct kqueue *kq, struct knote *kn, uint32_t mask,
@@ -459,7 +498,6 @@ filt_vnode_inotify(struct kqueue *kq, struct knote *kn, uint32_t mask,
 {
 	struct vnote *vn = VN(kn);
 	struct stat st;
-	uint32_t fired = hint;
 
 	if (vn->vn_state & VS_DEAD)
 		return;
@@ -469,34 +507,50 @@ filt_vnode_inotify(struct kqueue *kq, struct knote *kn, uint32_t mask,
 			knote_enqueue(kq, kn);
 		return;
 	}
+	if (hint != 0)
+		vn_hint(vn, hint);
 	if (mask & (IN_MODIFY | IN_Q_OVERFLOW)) {
+		/* VOP_WRITE: NOTE_WRITE, plus NOTE_EXTEND past the old end. */
+		uint32_t w = 0;
+
 		if ((mask & IN_MODIFY) || st.st_size != vn->vn_size)
-			fired |= NOTE_WRITE;
-		if (st.st_size > vn->vn_size)
-			fired |= NOTE_EXTEND;
+			w = NOTE_WRITE;
+		if (st.st_size > vn->vn_size && !(vn->vn_state & VS_DIR))
+			w |= NOTE_WRITE | NOTE_EXTEND;
+		vn_hint(vn, w);
 	}
-	if (mask & (IN_ATTRIB | IN_Q_OVERFLOW)) {
+	if (vn->vn_state & VS_DIR) {
+		/*
+		 * A directory's link count changes with its subdirectories,
+		 * which inotify reports as entry events (hint), not as
+		 * IN_ATTRIB; lost ones are mkdir/rmdir's hint.
+		 */
+		if ((mask & IN_Q_OVERFLOW) && st.st_nlink != vn->vn_nlink)
+			vn_hint(vn, NOTE_WRITE | NOTE_LINK);
+		if (mask & IN_ATTRIB)
+			vn_hint(vn, NOTE_ATTRIB);
+	} else if (mask & (IN_ATTRIB | IN_Q_OVERFLOW)) {
+		/* link(2), unlink(2) and setattr each have their own hint. */
 		if (st.st_nlink > vn->vn_nlink)
-			fired |= NOTE_LINK;
+			vn_hint(vn, NOTE_LINK);
 		else if (st.st_nlink < vn->vn_nlink)
-			fired |= NOTE_DELETE;
+			vn_hint(vn, NOTE_DELETE);
 		else if (mask & IN_ATTRIB)
-			fired |= NOTE_ATTRIB;
+			vn_hint(vn, NOTE_ATTRIB);
 	}
 	if (mask & IN_DELETE_SELF)
-		fired |= NOTE_DELETE;
+		vn_hint(vn, NOTE_DELETE);
 	if (mask & IN_MOVE_SELF)
-		fired |= NOTE_RENAME;
+		vn_hint(vn, NOTE_RENAME);
 	if (mask & IN_OPEN)
-		fired |= NOTE_OPEN;
+		vn_hint(vn, NOTE_OPEN);
 	if (mask & IN_CLOSE_NOWRITE)
-		fired |= NOTE_CLOSE;
+		vn_hint(vn, NOTE_CLOSE);
 	if (mask & IN_CLOSE_WRITE)
-		fired |= NOTE_CLOSE_WRITE;
+		vn_hint(vn, NOTE_CLOSE_WRITE);
 	if (mask & IN_ACCESS)
-		fired |= NOTE_READ;
+		vn_hint(vn, NOTE_READ);
 	vn_cache(vn, &st);
-	vn->vn_fired |= fired & kn->kn_sfflags & NOTE_VNODE_ALL;
 	if (mask & IN_UNMOUNT) {
 		vn_revoke(kq, vn);
 		return;
@@ -510,6 +564,7 @@ const struct filterops vnode_filtops = {
 	.f_size = sizeof(struct vnote),
 	.f_attach = filt_vnattach,
 	.f_detach = filt_vndetach,
+	.f_modify = filt_vnmodify,
 	.f_update = filt_vnupdate,
 	.f_event = filt_vnevent,
 	.f_clear = filt_vnclear,

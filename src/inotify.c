@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "kq_int.h"
+#include "kq_inotify.h"
 
 struct iwatch;
 
@@ -395,6 +396,21 @@ kq_inotify_sync(struct kqueue *kq)
 	    in->in_synced == kq->kq_scanid + 1)
 		return;
 	in->in_synced = kq->kq_scanid + 1;
+	kq_inotify_ready(kq, src, 0);
+}
+
+/*
+ * Read the events already queued, now: before a change replaces a VNODE
+ * knote's fflags, what happened until then is recorded under the old ones,
+ * as FreeBSD records each operation when it happens.
+ */
+void
+kq_inotify_drain(struct kqueue *kq)
+{
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_INOTIFY];
+
+	if (src->ks_arg == NULL || src->ks_ready == NULL || kq->kq_dead)
+		return;
 	kq_inotify_ready(kq, src, 0);
 }
 

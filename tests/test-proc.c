@@ -13,11 +13,15 @@
  * NOTE_FORK/NOTE_EXEC/NOTE_TRACK need privilege on Linux (the proc
  * connector); those tests are skipped when EV_ADD fails with EPERM.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #ifdef __linux__
 #include <sys/syscall.h>
+#endif
+#ifdef __FreeBSD__
+#include <sys/thr.h>
 #endif
 
 #include "helpers.h"
@@ -211,6 +215,75 @@ unknown_pid_is_esrch(void **state)
 	close(kq);
 }
 
+/* The id of the calling thread (not a pid unless it is the main one). */
+static long
+thread_id(void)
+{
+#if defined(__linux__)
+	return (long)syscall(SYS_gettid);
+#elif defined(__FreeBSD__)
+	long id;
+
+	thr_self(&id);
+	return id;
+#else
+	return -1;
+#endif
+}
+
+struct tid_box {
+	pthread_mutex_t	mtx;
+	pthread_cond_t	cv;
+	long		tid;
+	int		done;
+};
+
+static void *
+tid_thread(void *arg)
+{
+	struct tid_box *b = arg;
+
+	pthread_mutex_lock(&b->mtx);
+	b->tid = thread_id();
+	pthread_cond_broadcast(&b->cv);
+	while (!b->done)
+		pthread_cond_wait(&b->cv, &b->mtx);
+	pthread_mutex_unlock(&b->mtx);
+	return NULL;
+}
+
+/* FreeBSD's pfind() finds processes, not threads: ESRCH. */
+static void
+thread_id_of_other_thread_is_esrch(void **state)
+{
+	struct tid_box b = { PTHREAD_MUTEX_INITIALIZER,
+	    PTHREAD_COND_INITIALIZER, 0, 0 };
+	pthread_t t;
+	int kq = kqueue(), r, e;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pthread_create(&t, NULL, tid_thread, &b), 0);
+	pthread_mutex_lock(&b.mtx);
+	while (b.tid == 0)
+		pthread_cond_wait(&b.cv, &b.mtx);
+	pthread_mutex_unlock(&b.mtx);
+	if (b.tid < 0)
+		skip();
+	assert_true(b.tid != (long)getpid());
+	r = proc_add(kq, (pid_t)b.tid, EV_ADD, NOTE_EXIT);
+	e = errno;
+	pthread_mutex_lock(&b.mtx);
+	b.done = 1;
+	pthread_cond_broadcast(&b.cv);
+	pthread_mutex_unlock(&b.mtx);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(r, -1);
+	assert_int_equal(e, ESRCH);
+	/* The main thread's id is the process's. */
+	assert_int_equal(proc_add(kq, getpid(), EV_ADD, NOTE_EXIT), 0);
+	close(kq);
+}
+
 static void
 disabled_knote_reports_exit_when_enabled(void **state)
 {
@@ -227,6 +300,54 @@ disabled_knote_reports_exit_when_enabled(void **state)
 	assert_int_equal(proc_add(kq, pid, EV_ENABLE, NOTE_EXIT), 0);
 	assert_int_equal(wait_event(kq, &ev, 5000), 1);
 	check_exit_event(&ev, pid, 9 << 8);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+
+/*
+ * FreeBSD's filt_proc records the exit when it happens, with the fflags of
+ * that moment, disabled or not.  EV_ENABLE, which like every change
+ * replaces fflags (here by 0), then reports it with the status.
+ */
+static void
+exit_while_disabled_reported_by_ev_enable_with_zero_fflags(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid = spawn_waiting(go, 6);
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	assert_int_equal(proc_add(kq, pid, EV_ADD | EV_DISABLE, NOTE_EXIT), 0);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(proc_add(kq, pid, EV_ENABLE, 0), 0);
+	assert_int_equal(wait_event(kq, &ev, 2000), 1);
+	check_exit_event(&ev, pid, 6 << 8);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+
+/*
+ * The other way round: with fflags 0 when the process exits, the exit is
+ * recorded as nothing to report (FreeBSD's EV_DROP), and the knote goes
+ * silently even if EV_ENABLE asks for NOTE_EXIT afterwards.
+ */
+static void
+exit_while_disabled_without_interest_is_dropped(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid = spawn_waiting(go, 6);
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), 0);
+	assert_int_equal(proc_add(kq, pid, EV_DISABLE, 0), 0);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(proc_add(kq, pid, EV_ENABLE, NOTE_EXIT), 0);
+	assert_int_equal(wait_event(kq, &ev, 200), 0);
+	assert_int_equal(proc_add(kq, pid, EV_DELETE, 0), -1);
+	assert_int_equal(errno, ENOENT);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
 	close(kq);
 }
@@ -311,6 +432,64 @@ note_fork_reported_on_fork(void **state)
 	assert_int_equal(wait_event(kq, &ev, 200), 0);
 	assert_int_equal(proc_add(kq, pid, EV_DELETE, 0), -1);
 	assert_int_equal(errno, ENOENT);
+	close(kq);
+}
+
+/*
+ * EV_DISPATCH disables the knote after the first fork; the second fork and
+ * the exit happen while it is disabled, and EV_ENABLE (fflags 0) reports
+ * both, with the status, as FreeBSD recorded them when they happened.
+ */
+static void
+fork_and_exit_while_dispatched_reported_on_enable(void **state)
+{
+	int kq = kqueue(), go[2];
+	pid_t pid;
+	struct kevent kev, ev;
+	char c;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		while (read(go[0], &c, 1) == 1) {
+			pid_t g;
+
+			if (c != 'f')
+				_exit(3);
+			if ((g = fork()) == 0)
+				_exit(0);
+			waitpid(g, NULL, 0);
+		}
+		_exit(100);
+	}
+	close(go[0]);
+	EV_SET(&kev, (uintptr_t)pid, EVFILT_PROC, EV_ADD | EV_DISPATCH,
+	    NOTE_FORK | NOTE_EXIT, 0, NULL);
+	if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0) {
+		assert_int_equal(errno, EPERM);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		skip();
+	}
+	write_all(go[1], "f", 1);
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	assert_int_equal(ev.fflags, NOTE_FORK);
+	write_all(go[1], "f", 1);
+	write_all(go[1], "e", 1);
+	wait_zombie(pid);
+	usleep(50000);		/* the connector's messages are queued */
+	assert_int_equal(wait_event(kq, &ev, 50), 0);	/* disabled */
+	assert_int_equal(proc_add(kq, pid, EV_ENABLE, 0), 0);
+	assert_int_equal(wait_event(kq, &ev, 2000), 1);
+	assert_int_equal(ev.ident, (uintptr_t)pid);
+	assert_int_equal(ev.fflags, NOTE_FORK | NOTE_EXIT);
+	assert_int_equal(ev.data, 3 << 8);
+	assert_true(ev.flags & EV_EOF);
+	close(go[1]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
 	close(kq);
 }
 
@@ -635,6 +814,36 @@ procdesc_on_exited_process_fires_at_once(void **state)
 	close(kq);
 }
 
+/* As for EVFILT_PROC: procdesc_kqops_event records the exit when it comes. */
+static void
+procdesc_exit_while_disabled_reported_by_ev_enable_with_zero_fflags(
+    void **state)
+{
+	int kq = kqueue(), go[2], pd;
+	pid_t pid;
+	struct kevent kev, ev;
+
+	assert_true(kq >= 0);
+	pd = procdesc_waiting(go, 4, &pid);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ADD | EV_DISABLE,
+	    NOTE_EXIT, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(wait_event(kq, &ev, 100), 0);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ENABLE, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	assert_int_equal(wait_event(kq, &ev, 2000), 1);
+	assert_int_equal(ev.ident, (uintptr_t)pd);
+	assert_int_equal(ev.filter, EVFILT_PROCDESC);
+	assert_int_equal(ev.fflags, NOTE_EXIT);
+	assert_int_equal(ev.data, 4 << 8);
+	assert_true(ev.flags & EV_EOF);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(pd);
+	close(kq);
+}
+
 static void
 procdesc_on_pipe_is_einval(void **state)
 {
@@ -733,9 +942,13 @@ main(void)
 		cmocka_unit_test(note_exit_on_zombie_fires_at_once),
 		cmocka_unit_test(zombie_without_note_exit_is_esrch),
 		cmocka_unit_test(unknown_pid_is_esrch),
+		cmocka_unit_test(thread_id_of_other_thread_is_esrch),
 		cmocka_unit_test(disabled_knote_reports_exit_when_enabled),
 		cmocka_unit_test(disabled_knote_of_exited_process_does_not_spin),
+		cmocka_unit_test(exit_while_disabled_reported_by_ev_enable_with_zero_fflags),
+		cmocka_unit_test(exit_while_disabled_without_interest_is_dropped),
 		cmocka_unit_test(note_fork_reported_on_fork),
+		cmocka_unit_test(fork_and_exit_while_dispatched_reported_on_enable),
 		cmocka_unit_test(note_exec_reported_on_exec),
 		cmocka_unit_test(note_track_follows_forks_as_in_the_paper),
 #ifdef __linux__
@@ -743,6 +956,7 @@ main(void)
 #endif
 		cmocka_unit_test(procdesc_note_exit_reports_status),
 		cmocka_unit_test(procdesc_on_exited_process_fires_at_once),
+		cmocka_unit_test(procdesc_exit_while_disabled_reported_by_ev_enable_with_zero_fflags),
 		cmocka_unit_test(procdesc_on_pipe_is_einval),
 		cmocka_unit_test(procdesc_close_drops_knote),
 		cmocka_unit_test(close_of_kqueue_with_proc_knotes_leaks_no_descriptors),

@@ -245,6 +245,46 @@ note_write_without_extend_on_overwrite(void **state)
 	close(kq);
 }
 
+/*
+ * FreeBSD's filt_vfsvnode records the whole hint of an operation once one
+ * of its bits was asked for, and VOP_WRITE's hint is NOTE_WRITE, plus
+ * NOTE_EXTEND when the write ends past the old size.
+ */
+static void
+extending_write_reports_write_and_extend_to_note_write_alone(void **state)
+{
+	int kq = kqueue(), fd = make_file("f", "abc");
+
+	(void)state;
+	vn_add(kq, fd, EV_CLEAR, NOTE_WRITE);
+	append_file("f", "more");
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
+	t_expect_none(kq);
+	close(fd);
+	close(kq);
+}
+
+static void
+extending_write_reports_write_and_extend_to_note_extend_alone(void **state)
+{
+	int kq = kqueue(), fd = make_file("f", "abcdef"), w;
+	char p[128];
+
+	(void)state;
+	vn_add(kq, fd, EV_CLEAR, NOTE_EXTEND);
+	w = open(tpath(p, sizeof(p), "f"), O_WRONLY);
+	assert_true(w >= 0);
+	assert_int_equal(pwrite(w, "XY", 2, 1), 2);	/* hint NOTE_WRITE */
+	usleep(50000);
+	t_expect_none(kq);
+	assert_int_equal(pwrite(w, "XYZ", 3, 6), 3);	/* grows the file */
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
+	t_expect_none(kq);
+	close(w);
+	close(fd);
+	close(kq);
+}
+
 static void
 note_attrib_on_chmod(void **state)
 {
@@ -536,6 +576,60 @@ dir_note_attrib_on_chmod(void **state)
 	close(kq);
 }
 
+/* vop_mkdir_post: the directory's hint is NOTE_WRITE | NOTE_LINK. */
+static void
+dir_note_link_alone_reports_write_and_link_on_mkdir(void **state)
+{
+	int kq = kqueue(), d = open_dir("d");
+	char p[128];
+
+	(void)state;
+	vn_add(kq, d, EV_CLEAR, NOTE_LINK);
+	assert_int_equal(mkdir(tpath(p, sizeof(p), "d/sub"), 0755), 0);
+	expect_notes(kq, d, NOTE_WRITE | NOTE_LINK);
+	assert_int_equal(rmdir(p), 0);
+	expect_notes(kq, d, NOTE_WRITE | NOTE_LINK);
+	close(d);
+	close(kq);
+}
+
+/* vop_rename_post: a move between directories is NOTE_WRITE|NOTE_EXTEND. */
+static void
+dir_note_extend_alone_reports_write_and_extend_on_move_in(void **state)
+{
+	int kq = kqueue(), d = open_dir("d"), f;
+	char p[128], q[128];
+
+	(void)state;
+	f = open(tpath(p, sizeof(p), "x"), O_CREAT | O_WRONLY, 0644);
+	assert_true(f >= 0);
+	close(f);
+	vn_add(kq, d, EV_CLEAR, NOTE_EXTEND);
+	assert_int_equal(rename(p, tpath(q, sizeof(q), "d/x")), 0);
+	expect_notes(kq, d, NOTE_WRITE | NOTE_EXTEND);
+	t_expect_none(kq);
+	close(d);
+	close(kq);
+}
+
+/* A directory's link count changes without an attribute change. */
+static void
+dir_note_attrib_alone_on_chmod_after_mkdir(void **state)
+{
+	int kq = kqueue(), d = open_dir("d");
+	char p[128];
+
+	(void)state;
+	vn_add(kq, d, EV_CLEAR, NOTE_ATTRIB);
+	assert_int_equal(mkdir(tpath(p, sizeof(p), "d/sub"), 0755), 0);
+	usleep(50000);
+	t_expect_none(kq);
+	assert_int_equal(fchmod(d, 0700), 0);
+	expect_notes(kq, d, NOTE_ATTRIB);
+	close(d);
+	close(kq);
+}
+
 /* ------------------------------------------------------------------ */
 /* Accumulation, EV_CLEAR, EV_DISABLE                                 */
 /* ------------------------------------------------------------------ */
@@ -566,7 +660,7 @@ ev_clear_resets_fflags_after_delivery(void **state)
 	(void)state;
 	vn_add(kq, fd, EV_CLEAR, NOTE_WRITE | NOTE_ATTRIB);
 	append_file("f", "x");
-	expect_notes(kq, fd, NOTE_WRITE);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
 	t_expect_none(kq);
 	assert_int_equal(chmod(tpath(p, sizeof(p), "f"), 0600), 0);
 	expect_notes(kq, fd, NOTE_ATTRIB);
@@ -585,16 +679,18 @@ without_ev_clear_knote_stays_active_with_accumulated_fflags(void **state)
 	(void)state;
 	vn_add(kq, fd, 0, NOTE_WRITE | NOTE_ATTRIB);
 	append_file("f", "x");
-	expect_notes(kq, fd, NOTE_WRITE);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
 	/* Level: reported again by every call, flags not reset. */
 	ev = t_expect_one(kq);
-	assert_int_equal(ev.fflags, NOTE_WRITE);
+	assert_int_equal(ev.fflags, NOTE_WRITE | NOTE_EXTEND);
 	assert_int_equal(chmod(tpath(p, sizeof(p), "f"), 0600), 0);
 	usleep(50000);
 	ev = wait_one(kq);
-	assert_int_equal(ev.fflags, NOTE_WRITE | NOTE_ATTRIB);
+	assert_int_equal(ev.fflags, NOTE_WRITE | NOTE_EXTEND |
+	    NOTE_ATTRIB);
 	ev = t_expect_one(kq);
-	assert_int_equal(ev.fflags, NOTE_WRITE | NOTE_ATTRIB);
+	assert_int_equal(ev.fflags, NOTE_WRITE | NOTE_EXTEND |
+	    NOTE_ATTRIB);
 	t_change(kq, (uintptr_t)fd, EVFILT_VNODE, EV_DELETE, 0, 0, NULL);
 	t_expect_none(kq);
 	close(fd);
@@ -614,7 +710,51 @@ fflags_accumulate_while_disabled_and_fire_on_enable(void **state)
 	usleep(100000);
 	t_expect_none(kq);
 	t_change(kq, (uintptr_t)fd, EVFILT_VNODE, EV_ENABLE, 0, 0, NULL);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND | NOTE_ATTRIB);
+	t_expect_none(kq);
+	close(fd);
+	close(kq);
+}
+
+/*
+ * FreeBSD records a change in the knote when it happens, under the fflags
+ * of that moment, disabled or not; EV_ENABLE (which, like every change,
+ * replaces fflags -- here by 0) then reports it.  No kevent() call comes
+ * between the change and EV_ENABLE.
+ */
+static void
+change_while_disabled_reported_by_ev_enable_with_zero_fflags(void **state)
+{
+	int kq = kqueue(), fd = make_file("f", "abcdef"), w;
+	char p[128];
+
+	(void)state;
+	vn_add(kq, fd, EV_CLEAR | EV_DISABLE, NOTE_WRITE | NOTE_ATTRIB);
+	w = open(tpath(p, sizeof(p), "f"), O_WRONLY);
+	assert_true(w >= 0);
+	assert_int_equal(pwrite(w, "XY", 2, 1), 2);
+	assert_int_equal(chmod(p, 0600), 0);
+	usleep(50000);
+	t_change(kq, (uintptr_t)fd, EVFILT_VNODE, EV_ENABLE, 0, 0, NULL);
 	expect_notes(kq, fd, NOTE_WRITE | NOTE_ATTRIB);
+	t_expect_none(kq);
+	close(w);
+	close(fd);
+	close(kq);
+}
+
+/* EV_ADD on the knote must not lose the growth seen before it. */
+static void
+growth_while_disabled_still_extend_after_ev_add(void **state)
+{
+	int kq = kqueue(), fd = make_file("f", "abc");
+
+	(void)state;
+	vn_add(kq, fd, EV_CLEAR | EV_DISABLE, NOTE_WRITE | NOTE_EXTEND);
+	append_file("f", "more");
+	usleep(50000);
+	vn_add(kq, fd, EV_ENABLE, NOTE_WRITE | NOTE_EXTEND);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
 	t_expect_none(kq);
 	close(fd);
 	close(kq);
@@ -639,7 +779,7 @@ ev_add_replaces_interest_but_keeps_fired_flags(void **state)
 	usleep(50000);
 	t_expect_none(kq);		/* still disabled */
 	t_change(kq, (uintptr_t)fd, EVFILT_VNODE, EV_ENABLE, 0, 0, NULL);
-	expect_notes(kq, fd, NOTE_ATTRIB | NOTE_WRITE);
+	expect_notes(kq, fd, NOTE_ATTRIB | NOTE_WRITE | NOTE_EXTEND);
 	t_expect_none(kq);
 	close(fd);
 	close(kq);
@@ -654,7 +794,7 @@ ev_oneshot_delivers_once_and_deletes(void **state)
 	(void)state;
 	vn_add(kq, fd, EV_ONESHOT, NOTE_WRITE);
 	append_file("f", "x");
-	expect_notes(kq, fd, NOTE_WRITE);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
 	append_file("f", "y");
 	usleep(50000);
 	t_expect_none(kq);
@@ -681,7 +821,7 @@ write_after_rename_still_reported(void **state)
 	    tpath(q, sizeof(q), "g")), 0);
 	expect_notes(kq, fd, NOTE_RENAME);
 	append_file("g", "x");
-	expect_notes(kq, fd, NOTE_WRITE);
+	expect_notes(kq, fd, NOTE_WRITE | NOTE_EXTEND);
 	/* A new file under the old name is not the watched one. */
 	close(make_file("f", "new"));
 	append_file("f", "z");
@@ -757,7 +897,7 @@ ev_add_on_reused_number_watches_the_new_file(void **state)
 	usleep(50000);
 	t_expect_none(kq);
 	append_file("g", "y");
-	expect_notes(kq, fd2, NOTE_WRITE);
+	expect_notes(kq, fd2, NOTE_WRITE | NOTE_EXTEND);
 	close(fd2);
 	close(kq);
 }
@@ -801,13 +941,13 @@ two_descriptors_of_one_file_each_get_their_events(void **state)
 	vn_add(kq, a, EV_CLEAR, NOTE_WRITE);
 	vn_add(kq, b, EV_CLEAR, NOTE_ATTRIB);
 	append_file("f", "x");
-	expect_notes(kq, a, NOTE_WRITE);
+	expect_notes(kq, a, NOTE_WRITE | NOTE_EXTEND);
 	assert_int_equal(chmod(p, 0600), 0);
 	expect_notes(kq, b, NOTE_ATTRIB);
 	/* Deleting one knote leaves the other's watch working. */
 	t_change(kq, (uintptr_t)b, EVFILT_VNODE, EV_DELETE, 0, 0, NULL);
 	append_file("f", "y");
-	expect_notes(kq, a, NOTE_WRITE);
+	expect_notes(kq, a, NOTE_WRITE | NOTE_EXTEND);
 	vn_add(kq, b, EV_CLEAR, NOTE_WRITE);
 	append_file("f", "z");
 	usleep(50000);
@@ -954,9 +1094,9 @@ two_thousand_files_in_one_kqueue(void **state)
 	t_expect_none(kq);
 	snprintf(name, sizeof(name), "f%d", N - 1);
 	append_file(name, "x");
-	expect_notes(kq, fds[N - 1], NOTE_WRITE);
+	expect_notes(kq, fds[N - 1], NOTE_WRITE | NOTE_EXTEND);
 	append_file("f0", "x");
-	expect_notes(kq, fds[0], NOTE_WRITE);
+	expect_notes(kq, fds[0], NOTE_WRITE | NOTE_EXTEND);
 	t_expect_none(kq);
 	for (i = 0; i < N; i++)
 		close(fds[i]);
@@ -990,7 +1130,7 @@ three_thousand_knotes_across_twenty_kqueues(void **state)
 		append_file(name, "x");
 	}
 	for (k = 0; k < NKQ; k++) {
-		expect_notes(kqs[k], fds[N - NKQ + k], NOTE_WRITE);
+		expect_notes(kqs[k], fds[N - NKQ + k], NOTE_WRITE | NOTE_EXTEND);
 		t_expect_none(kqs[k]);
 	}
 	for (i = 0; i < N; i++)
@@ -1035,6 +1175,8 @@ main(void)
 		T(ev_add_registers_quietly_until_something_happens),
 		T(note_write_and_extend_on_append),
 		T(note_write_without_extend_on_overwrite),
+		T(extending_write_reports_write_and_extend_to_note_write_alone),
+		T(extending_write_reports_write_and_extend_to_note_extend_alone),
 		T(note_attrib_on_chmod),
 		T(note_link_on_hard_link),
 		T(note_delete_on_every_unlink),
@@ -1048,10 +1190,15 @@ main(void)
 		T(dir_note_link_on_subdirectory_created_and_removed),
 		T(dir_rename_within_is_write_and_move_across_is_extend),
 		T(dir_note_attrib_on_chmod),
+		T(dir_note_link_alone_reports_write_and_link_on_mkdir),
+		T(dir_note_extend_alone_reports_write_and_extend_on_move_in),
+		T(dir_note_attrib_alone_on_chmod_after_mkdir),
 		T(fflags_accumulate_until_retrieved),
 		T(ev_clear_resets_fflags_after_delivery),
 		T(without_ev_clear_knote_stays_active_with_accumulated_fflags),
 		T(fflags_accumulate_while_disabled_and_fire_on_enable),
+		T(change_while_disabled_reported_by_ev_enable_with_zero_fflags),
+		T(growth_while_disabled_still_extend_after_ev_add),
 		T(ev_add_replaces_interest_but_keeps_fired_flags),
 		T(ev_oneshot_delivers_once_and_deletes),
 		T(write_after_rename_still_reported),
