@@ -9,13 +9,13 @@
  *   each byte actually read on to its next pipe; [re-arm pipe i].
  *
  * Token k (byte value k) steps 2k + 1 pipes at each move, so tokens that
- * meet in a pipe part again.  One move is one token read and forwarded.  The reads are
- * non-blocking and only bytes actually read are forwarded, so two threads
- * handed the same pipe (level-triggered) cannot break the token count: the
- * loser's read fails with EAGAIN (an "empty" event).  One read of 64 bytes
- * always empties a pipe (there are fewer tokens than that), which is what
- * the edge-triggered modes need.  After each run the ring is drained and
- * must hold exactly TH_TOKENS bytes.
+ * meet in a pipe part again.  One move is one token read and forwarded.
+ * The reads are non-blocking and only bytes actually read are forwarded,
+ * so two threads handed the same pipe (level-triggered) cannot break the
+ * token count: the loser's read fails with EAGAIN (an "empty" event).  One
+ * read of 64 bytes always empties a pipe (there are fewer tokens than
+ * that), which is what the edge-triggered modes need.  After each run the
+ * ring is drained and must hold every token exactly once.
  *
  * The variants and their epoll equivalents:
  *
