@@ -60,6 +60,7 @@
 #define TH_RING		64	/* pipes */
 #define TH_TOKENS	16	/* bytes travelling; 2 per thread at T = 8 */
 #define TH_MAXT		8
+#define TH_NT		4	/* T = 1, 2, 4, TH_MAXT */
 #define TH_TMO_MS	100	/* safety net only: the stop pipe wakes */
 #define TH_BUF		64	/* read size: > TH_TOKENS, one read drains */
 
@@ -564,7 +565,7 @@ static const int th_order[] = { BK_KQ, BK_EPOLL, BK_EPOLL_DATA };
 static int
 th_run(const struct bench_opts *o, struct bench_result *res)
 {
-	static const int nthreads[] = { 1, 2, 4, TH_MAXT };
+	static const int nthreads[TH_NT] = { 1, 2, 4, TH_MAXT };
 	struct bench_table *t = bt_new(res, "threads",
 	    "threads: T threads share one kqueue (level, EV_CLEAR, "
 	    "EV_DISPATCH) vs one epoll set, moves per second");
@@ -583,15 +584,14 @@ th_run(const struct bench_opts *o, struct bench_result *res)
 	bt_cols(t, "threads|variant|backend|moves/wall-s|moves/CPU-s|"
 	    "spread %|x epoll (wall)|x epoll+data (wall)|x epoll (CPU)|"
 	    "x epoll+data (CPU)|futex/event|empty %|moves/event|data errors");
-	for (int var = 0; var < TV_COUNT; var++)
-	for (size_t ti = 0; ti < sizeof(nthreads) / sizeof(nthreads[0]);
-	    ti++) {
+	/* Configurations: variant-major, T within each variant. */
+	for (int cf = 0; cf < TV_COUNT * TH_NT; cf++) {
 		static double cpu[BK_NALL][MAXREPS], wall[BK_NALL][MAXREPS],
 		    fut[BK_NALL][MAXREPS];
 		long ev[BK_NALL] = { 0 }, mv[BK_NALL] = { 0 },
 		    emp[BK_NALL] = { 0 }, dbad[BK_NALL] = { 0 };
 		int nrep[BK_NALL] = { 0 }, nfut[BK_NALL] = { 0 };
-		int nthr = nthreads[ti];
+		int var = cf / TH_NT, nthr = nthreads[cf % TH_NT];
 
 		for (int rep = 0; rep < o->reps; rep++) {
 			progress("[threads] %s T=%d rep %d/%d\n", tv_name[var],
