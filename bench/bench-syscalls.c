@@ -12,7 +12,8 @@
  * kevent()'s change-and-wait in one call becomes epoll_ctl + epoll_wait;
  * and since it must also report each event's byte count in `data`, which
  * costs one ioctl(FIONREAD) per event on Linux, its real floor is
- * epoll+data's 4 (traced too, for the ring and allready workloads).
+ * epoll+data's 4 (traced too, for the ring, allready and threads
+ * workloads).
  * Anything above that is the library's own overhead.
  */
 #include "bench.h"
@@ -96,14 +97,27 @@ sc_parse(const char *path, struct sc_list *l)
 	return 0;
 }
 
-/* One traced workload: `kqbench --<scen>-fixed BACKEND n iters`. */
+/* One traced workload: `kqbench --<scen>-fixed BACKEND n iters [arg]`. */
 struct sc_work {
 	const char *scen;	/* a scenario with a `fixed` entry point */
 	int	 n;		/* its size argument */
 	const char *unit;	/* what one of `iters` is */
 	long	 iters;		/* units traced in quick mode */
 	int	 data;		/* also trace epoll+data */
+	const char *arg;	/* a last argument (threads: variant), or NULL */
 };
+
+/* The workload's name in tables and files: scen, or scen/arg. */
+static const char *
+sc_label(const struct sc_work *w)
+{
+	static char buf[64];
+
+	if (w->arg == NULL)
+		return w->scen;
+	snprintf(buf, sizeof(buf), "%s/%s", w->scen, w->arg);
+	return buf;
+}
 
 /*
  * Run `strace -f -c [-U ...] -o trace self --<scen>-fixed bk n iters`,
@@ -135,6 +149,8 @@ sc_exec(const struct bench_opts *o, int columns, const char *trace,
 	argv[k++] = bk;
 	argv[k++] = ns;
 	argv[k++] = is;
+	if (w->arg)
+		argv[k++] = w->arg;
 	argv[k] = NULL;
 	fflush(NULL);
 	if ((pid = fork()) < 0)
@@ -165,10 +181,12 @@ sc_trace(const struct bench_opts *o, const struct sc_work *w, const char *bk,
 	char trace[4096], outf[4096];
 	int rc;
 
-	snprintf(trace, sizeof(trace), "%s/strace/%s-%s-%d-%ld.txt",
-	    o->outdir, w->scen, bk, w->n, iters);
-	snprintf(outf, sizeof(outf), "%s/strace/%s-%s-%d-%ld.out",
-	    o->outdir, w->scen, bk, w->n, iters);
+	snprintf(trace, sizeof(trace), "%s/strace/%s%s%s-%s-%d-%ld.txt",
+	    o->outdir, w->scen, w->arg ? "-" : "", w->arg ? w->arg : "", bk,
+	    w->n, iters);
+	snprintf(outf, sizeof(outf), "%s/strace/%s%s%s-%s-%d-%ld.out",
+	    o->outdir, w->scen, w->arg ? "-" : "", w->arg ? w->arg : "", bk,
+	    w->n, iters);
 	rc = sc_exec(o, columns, trace, outf, w, bk, iters);
 	if (rc != 0 && rc != 127 && columns) {
 		/* Older strace without -U: use the classic layout. */
@@ -205,8 +223,8 @@ sc_measure(const struct bench_opts *o, const struct sc_work *w,
 {
 	static struct sc_list base;
 
-	progress("[syscalls] %s n=%d %s: strace, 0 and %ld %ss\n", w->scen,
-	    w->n, bk, iters, w->unit);
+	progress("[syscalls] %s n=%d %s: strace, 0 and %ld %ss\n",
+	    sc_label(w), w->n, bk, iters, w->unit);
 	if (sc_trace(o, w, bk, 0, &base, msg, ml) < 0 ||
 	    sc_trace(o, w, bk, iters, run, msg, ml) < 0)
 		return -1;
@@ -243,8 +261,8 @@ sc_note_diff(char *buf, size_t len, const struct sc_work *w,
 {
 	int any = 0;
 
-	sc_cat(buf, len, "- %s n=%d, kq - %s per %s:", w->scen, w->n, epname,
-	    w->unit);
+	sc_cat(buf, len, "- %s n=%d, kq - %s per %s:", sc_label(w), w->n,
+	    epname, w->unit);
 	for (int pass = 0; pass < 2; pass++) {
 		const struct sc_list *a = pass ? ep : kq;
 		const struct sc_list *b = pass ? kq : ep;
@@ -276,16 +294,17 @@ static int
 sc_run(const struct bench_opts *o, struct bench_result *res)
 {
 	static const struct sc_work works[] = {
-		{ "ring", 8, "iteration", 10000, 1 },
-		{ "ring", 1000, "iteration", 10000, 1 },
-		{ "idle", 1000, "call", 10000, 0 },
-		{ "allready", 1000, "call", 50, 1 },
-		{ "ops", 1000, "change", 8000, 0 },
-		{ "chain", 100, "run", 10, 0 },
-		{ "chain", 1000, "run", 10, 0 },
-		{ "threads", 1, "move", 5000, 0 },
-		{ "threads", 2, "move", 5000, 0 },
-		{ "create", 0, "pair", 5000, 0 },
+		{ "ring", 8, "iteration", 10000, 1, NULL },
+		{ "ring", 1000, "iteration", 10000, 1, NULL },
+		{ "idle", 1000, "call", 10000, 0, NULL },
+		{ "allready", 1000, "call", 50, 1, NULL },
+		{ "ops", 1000, "change", 8000, 0, NULL },
+		{ "chain", 100, "run", 10, 0, NULL },
+		{ "chain", 1000, "run", 10, 0, NULL },
+		{ "threads", 2, "move", 3000, 1, "level" },
+		{ "threads", 2, "move", 3000, 1, "clear" },
+		{ "threads", 2, "move", 3000, 1, "dispatch" },
+		{ "create", 0, "pair", 5000, 0, NULL },
 	};
 	/* epoll+data last: it is traced only for works with `data`. */
 	static const int bks[] = { BK_KQ, BK_EPOLL, BK_EPOLL_DATA };
@@ -327,7 +346,7 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 			if (sc_measure(o, w, bk, iters, run, msg,
 			    sizeof(msg)) < 0) {
 				progress("syscalls: %s\n", msg);
-				bt_note(t, "%s n=%d %s: %s. ", w->scen, w->n,
+				bt_note(t, "%s n=%d %s: %s. ", sc_label(w), w->n,
 				    bk, msg);
 				failed = 1;
 				continue;
@@ -343,7 +362,7 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 				if (cpi < 0.0005 && cpi > -0.0005)
 					continue;
 				r = bt_row(b);
-				bt_set(b, r, 0, "%s", w->scen);
+				bt_set(b, r, 0, "%s", sc_label(w));
 				bt_set(b, r, 1, "%d", w->n);
 				bt_set(b, r, 2, "%s", bk);
 				bt_set(b, r, 3, "%s", run->c[i].name);
@@ -356,7 +375,7 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 			}
 			per[bi] = (double)tot / iters;
 			r = bt_row(t);
-			bt_set(t, r, 0, "%s", w->scen);
+			bt_set(t, r, 0, "%s", sc_label(w));
 			bt_set(t, r, 1, "%d", w->n);
 			bt_set(t, r, 2, "%s", bk);
 			bt_set(t, r, 3, "%ld %ss", iters, w->unit);
@@ -381,7 +400,7 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 	}
 	bt_note(t, "Cost: lower is better; `x epoll` = kq's (or "
 	    "epoll+data's) system calls per unit / raw epoll's. epoll+data "
-	    "(ring, allready) is raw epoll plus one ioctl(FIONREAD) per "
+	    "(ring, allready, threads) is raw epoll plus one ioctl(FIONREAD) per "
 	    "event, the byte count kq must report in `data`. Units: a ring "
 	    "iteration (one wait, one read "
 	    "or write, one re-arm); one zero-timeout wait over n idle "
@@ -389,8 +408,11 @@ sc_run(const struct bench_opts *o, struct bench_result *res)
 	    "registration change, EV_ADD/DISABLE/ENABLE/DELETE against the "
 	    "matching epoll_ctl (ops, n pipes); one chain run of 1000 writes "
 	    "with a = 1 (chain, n socketpairs); one token moved by n threads "
-	    "sharing one kqueue with EV_DISPATCH or one epoll set with "
-	    "EPOLLONESHOT (threads; futex calls are lock contention); one "
+	    "sharing one kqueue or epoll set, level-triggered, EV_CLEAR/"
+	    "EPOLLET or EV_DISPATCH/EPOLLONESHOT (threads/VARIANT; futex "
+	    "calls are lock contention and wake-ups, and the tracer, which "
+	    "slows every call, multiplies them: the threads scenario counts "
+	    "them without one); one "
 	    "kqueue()+close() against epoll_create1()+close() (create). "
 	    "Counts are (traced run with K units) - (traced run "
 	    "with 0 units), divided by K, so set-up and tear-down cancel. "

@@ -5,7 +5,8 @@
  * and of raw epoll from the syscalls scenario.  Where a scenario also runs
  * epoll+data (raw epoll plus one FIONREAD per event: the floor for kq's
  * exact `data`), the row also has epoll+data's ratio to epoll and kq's
- * ratio to epoll+data.
+ * ratio to epoll+data.  threads adds its futex calls per event (kq and
+ * epoll+data), for T = 2 and 4 only.
  *
  * Contract: the driver hands every result table to headline_take() as soon
  * as its scenario has finished (tables live in shared memory that the next
@@ -27,6 +28,8 @@ struct hl_row {
 	char	kq[16], poll[16], sel[16];
 	char	epd[16];	/* epoll+data x epoll */
 	char	kqf[16];	/* kq x epoll+data */
+	char	xkq[16], xepd[16];	/* the spec's xcol: kq, epoll+data */
+	char	sckey[48];	/* syscalls workload, when not scen */
 };
 
 struct hl_sc {
@@ -42,34 +45,42 @@ static struct hl_sc scs[HL_SCMAX];
 static int nscs;
 
 /*
- * Which column of a table carries the ratio to epoll, what it is, and
- * (fcol, or NULL) which carries kq's ratio to epoll+data.
+ * Which column of a table carries the ratio to epoll, what it is, (fcol,
+ * or NULL) which carries kq's ratio to epoll+data, (xcol, or NULL) which
+ * carries the futex calls per event, and (only, or NULL) the values of
+ * the first column whose rows are kept, comma-separated.
  */
 struct hl_spec {
 	const char *table;
 	const char *col;
 	const char *measure;
 	const char *fcol;
+	const char *xcol;
+	const char *only;
 };
 
 static const struct hl_spec specs[] = {
 	{ "ring", "x epoll (CPU)", "iterations per CPU-s (higher wins)",
-	    "x epoll+data (CPU)" },
-	{ "ops", "kq/epoll CPU", "ns per change", NULL },
-	{ "idle", "x epoll (CPU)", "ns per idle wait", NULL },
+	    "x epoll+data (CPU)", NULL, NULL },
+	{ "ops", "kq/epoll CPU", "ns per change", NULL, NULL, NULL },
+	{ "idle", "x epoll (CPU)", "ns per idle wait", NULL, NULL, NULL },
 	{ "allready", "x epoll (CPU)", "us per call returning all N",
-	    "x epoll+data (CPU)" },
+	    "x epoll+data (CPU)", NULL, NULL },
 	{ "paper", "first x epoll", "first call: N EV_ADDs + wait (Fig. 10)",
-	    NULL },
+	    NULL, NULL, NULL },
 	{ "paper-active", "call x epoll", "us per call, all N ready (Fig. 11)",
+	    NULL, NULL, NULL },
+	{ "create", "x epoll (CPU)", "ns per create + close", NULL, NULL,
 	    NULL },
-	{ "create", "x epoll (CPU)", "ns per create + close", NULL },
-	{ "chain", "x epoll (CPU)", "us per chain run", NULL },
-	{ "prefork", "x epoll (req/s)", "requests per s (higher wins)", NULL },
-	{ "threads", "x epoll (wall)", "moves per wall-s (higher wins)", NULL },
-	{ "timers", "x epoll total", "ns per timer, all phases", NULL },
+	{ "chain", "x epoll (CPU)", "us per chain run", NULL, NULL, NULL },
+	{ "prefork", "x epoll (req/s)", "requests per s (higher wins)", NULL,
+	    NULL, NULL },
+	{ "threads", "x epoll (wall)", "moves per wall-s (higher wins)",
+	    "x epoll+data (wall)", "futex/event", "2,4" },
+	{ "timers", "x epoll total", "ns per timer, all phases", NULL, NULL,
+	    NULL },
 	{ "libevent-bench", "x epoll", "libevent test/bench, us per round",
-	    NULL },
+	    NULL, NULL, NULL },
 };
 
 static int
@@ -145,7 +156,7 @@ void
 headline_take(const struct bench_table *t)
 {
 	const struct hl_spec *sp = NULL;
-	int cr, cb, cf;
+	int cr, cb, cf, cx, cv;
 
 	if (strcmp(t->name, "syscalls") == 0) {
 		take_syscalls(t);
@@ -157,6 +168,8 @@ headline_take(const struct bench_table *t)
 	if (sp == NULL || (cr = col_of(t, sp->col)) < 0)
 		return;
 	cf = sp->fcol ? col_of(t, sp->fcol) : -1;
+	cx = sp->xcol ? col_of(t, sp->xcol) : -1;
+	cv = col_of(t, "variant");
 	cb = col_of(t, "backend");
 	if (cb < 0)
 		cb = col_of(t, "server");
@@ -167,6 +180,14 @@ headline_take(const struct bench_table *t)
 		int nkey = cb >= 0 ? cb : 1;
 
 		snprintf(measure, sizeof(measure), "%s", sp->measure);
+		if (sp->only) {
+			char list[64], want[BT_CELL + 2];
+
+			snprintf(list, sizeof(list), ",%s,", sp->only);
+			snprintf(want, sizeof(want), ",%s,", t->cell[r][0]);
+			if (strstr(list, want) == NULL)
+				continue;
+		}
 		if (cb < 0 && strcmp(t->name, "create") == 0 &&
 		    strncmp(t->cell[r][0], "kqueue", 6) != 0)
 			continue;	/* create: the epoll row is 1.00 */
@@ -193,6 +214,14 @@ headline_take(const struct bench_table *t)
 		    strcmp(t->name, "create") == 0 ? "0" : t->cell[r][0],
 		    measure)))
 			return;
+		if (cv >= 0 && !h->sckey[0])
+			snprintf(h->sckey, sizeof(h->sckey), "%s/%s", t->name,
+			    t->cell[r][cv]);
+		if (cx >= 0 && strcmp(bk, "kq") == 0)
+			snprintf(h->xkq, sizeof(h->xkq), "%s", t->cell[r][cx]);
+		else if (cx >= 0 && strcmp(bk, "epoll+data") == 0)
+			snprintf(h->xepd, sizeof(h->xepd), "%s",
+			    t->cell[r][cx]);
 		if (strcmp(bk, "poll") == 0)
 			snprintf(h->poll, sizeof(h->poll), "%s", t->cell[r][cr]);
 		else if (strcmp(bk, "select") == 0)
@@ -215,8 +244,8 @@ sc_for(const struct hl_row *h, int *exact)
 	const struct hl_sc *best = NULL;
 	const char *a = strstr(h->key, ", a=");
 	long n = atol(h->n), bd = 0;
-	const char *scen = strncmp(h->scen, "paper", 5) == 0 ? "paper" :
-	    h->scen;
+	const char *scen = h->sckey[0] ? h->sckey :
+	    strncmp(h->scen, "paper", 5) == 0 ? "paper" : h->scen;
 
 	*exact = 0;
 	for (int i = 0; i < nscs; i++) {
@@ -251,24 +280,28 @@ headline_write(FILE *md, FILE *txt)
 	    "for rates marked *higher wins* higher is better (0.85 = 85%% of "
 	    "epoll's rate). `-`: not run (select() only below FD_SETSIZE; "
 	    "poll and select have no counterpart). epoll+data (ring, "
-	    "allready only) is raw epoll plus one ioctl(FIONREAD) per event, "
+	    "allready, threads only) is raw epoll plus one ioctl(FIONREAD) "
+	    "per event, "
 	    "the byte count kq must report in `data`: the floor for exact "
 	    "data on Linux; its column is its ratio to epoll, and `kq x "
 	    "epoll+data` is kq's ratio to it, same run. System calls per unit "
 	    "of work come from the syscalls scenario (strace); \"traced at\" "
 	    "gives the size it was traced at when that is not this row's "
-	    "(chain is traced with a = 1).\n\n"
+	    "(chain is traced with a = 1; threads at T = 2). `futex/event` "
+	    "(threads, T = 2 and 4 only): futex system calls per event "
+	    "returned, kq (epoll+data), counted in the timed runs by a perf "
+	    "counter, no tracer.\n\n"
 	    "| scenario | size | measure | kq | epoll+data | kq x epoll+data "
 	    "| poll | select | syscalls/unit kq | syscalls/unit epoll | unit "
-	    "|\n"
-	    "|---|---|---|---|---|---|---|---|---|---|---|\n");
+	    "| futex/event kq (epoll+data) |\n"
+	    "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	if (txt)
 		fprintf(txt, "\n== headline: ratios to raw epoll, same run ==\n");
 	for (int i = 0; i < nrows; i++) {
 		const struct hl_row *h = &rows[i];
 		int exact;
 		const struct hl_sc *s = sc_for(h, &exact);
-		char skq[48] = "-", sep[48] = "-";
+		char skq[48] = "-", sep[48] = "-", fx[40] = "-";
 
 		if (s && s->kq[0])
 			snprintf(skq, sizeof(skq), "%s%s%s%s", s->kq,
@@ -276,18 +309,23 @@ headline_write(FILE *md, FILE *txt)
 			    exact ? "" : ")");
 		if (s && s->ep[0])
 			snprintf(sep, sizeof(sep), "%s", s->ep);
+		if (h->xkq[0])
+			snprintf(fx, sizeof(fx), "%s (%s)", h->xkq,
+			    h->xepd[0] ? h->xepd : "-");
 		fprintf(md, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | "
-		    "%s | %s |\n", h->scen, h->key, h->measure,
+		    "%s | %s | %s |\n", h->scen, h->key, h->measure,
 		    h->kq[0] ? h->kq : "-", h->epd[0] ? h->epd : "-",
 		    h->kqf[0] ? h->kqf : "-", h->poll[0] ? h->poll : "-",
-		    h->sel[0] ? h->sel : "-", skq, sep, s ? s->unit : "-");
+		    h->sel[0] ? h->sel : "-", skq, sep, s ? s->unit : "-", fx);
 		if (txt)
 			fprintf(txt, "%-12s %-28s kq %6s  poll %9s  select %9s"
-			    "  syscalls kq %s epoll %s%s%s%s%s\n", h->scen,
+			    "  syscalls kq %s epoll %s%s%s%s%s%s%s\n", h->scen,
 			    h->key, h->kq[0] ? h->kq : "-",
 			    h->poll[0] ? h->poll : "-",
 			    h->sel[0] ? h->sel : "-", skq, sep,
 			    h->epd[0] ? "  epoll+data " : "", h->epd,
-			    h->kqf[0] ? "  kq x epoll+data " : "", h->kqf);
+			    h->kqf[0] ? "  kq x epoll+data " : "", h->kqf,
+			    h->xkq[0] ? "  futex/event kq (epoll+data) " : "",
+			    h->xkq[0] ? fx : "");
 	}
 }

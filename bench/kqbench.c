@@ -197,8 +197,8 @@ md_header(FILE *f, const struct bench_opts *o, const char *cmdline)
 	    "same repetition (median of the per-repetition ratios). For "
 	    "throughput higher is better, for costs (ns, µs, syscalls) lower "
 	    "is better.\n");
-	fprintf(f, "- `epoll+data` (ring, allready): raw epoll plus one "
-	    "ioctl(FIONREAD) per event, the byte count kq must report in "
+	fprintf(f, "- `epoll+data` (ring, allready, threads): raw epoll plus "
+	    "one ioctl(FIONREAD) per event, the byte count kq must report in "
 	    "`data`: the floor for exact data on Linux. `x epoll+data` "
 	    "columns: kq / epoll+data, same method.\n");
 }
