@@ -133,6 +133,14 @@ filt_fdattach(struct kqueue *kq, struct knote *kn)
 
 	if (e == EINVAL && (kn->kn_flags & EV_WAKEONE))
 		return EINVAL;
+	/*
+	 * READ on a regular file is woken by the kqueue's inotify instance:
+	 * without it the file's growth would never be reported, so its
+	 * failure (EMFILE, ENOSPC, ENOMEM) is this EV_ADD's.
+	 */
+	if (e == 0 && kn->kn_filter == EVFILT_READ &&
+	    (kn->kn_reg & R_NOPOLL) && R_KIND(kn->kn_reg) == K_FILE)
+		e = kq_inotify_watch(kq, kn);
 	return e;
 }
 
@@ -199,9 +207,21 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	if (!(hint & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 		return 0;
 	eof = (hint & (EPOLLRDHUP | EPOLLHUP)) != 0;
-	if ((r = ksys_ioctl(fd, FIONREAD, &n)) == 0)
+	if ((r = ksys_ioctl(fd, FIONREAD, &n)) == 0) {
+		/*
+		 * Nothing queued: another thread may have read it since
+		 * epoll reported it.  Ask again (a zero-length datagram is
+		 * still readable); FreeBSD never reports an empty pipe.
+		 */
+		if (n == 0 && !eof) {
+			if ((r = fd_poll(fd, POLLIN | POLLRDHUP)) < 0)
+				return -1;
+			if (!(r & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+				return 0;
+			eof = (r & (EPOLLRDHUP | EPOLLHUP)) != 0;
+		}
 		data = n;
-	else if (r == -EBADF)
+	} else if (r == -EBADF)
 		return -1;
 	else {
 		k = fd_kind(kq, kn);

@@ -166,7 +166,10 @@ again:
 			    (error == ENOENT || error == EBADF);
 
 			knote_unlink(kq, kn, fop->f_isfd);
-			knote_free(kq, kn);
+			/* f_attach may have queued it (a regular file). */
+			kn->kn_status |= KN_DROPPED;
+			if (!(kn->kn_status & KN_QUEUED))
+				knote_free(kq, kn);
 			if (stale) {
 				/*
 				 * The chain belonged to a descriptor that was

@@ -60,8 +60,12 @@ struct knote;
  *		the epoll descriptor then).  Returns 0, or for descriptor
  *		filters the errno of the kernel update (EBADF/ENOENT: the
  *		descriptor was closed or its number reused).
- * f_modify	EV_ADD on an existing knote: take the new fflags/data (udata
- *		is the engine's).  Returns 0 or an errno.  NULL: copy them.
+ * f_modify	every change of an existing knote (EV_ADD, EV_ENABLE,
+ *		EV_DISABLE, ...; and once before f_attach of a new one, when
+ *		KN_ATTACHED is still clear): take the new fflags/data (udata
+ *		is the engine's).  Filters that record activity under the
+ *		old fflags (VNODE, PROC) catch up here first.  Returns 0 or
+ *		an errno.  NULL: copy them.
  * f_update	the knote's enabled state or flags changed (EV_ENABLE,
  *		EV_DISABLE, EV_DISPATCH after delivery, after f_modify): bring
  *		the event source in line and, if the condition holds now and
