@@ -91,7 +91,7 @@ check-sanitize:
 	$(MAKE) SAN=asan tests
 	tools/run-tests.sh build-asan
 	$(MAKE) SAN=tsan CC=clang tests
-	tools/run-tests.sh build-tsan threads
+	tools/run-tests.sh build-tsan
 
 $(B)/kqbench: $(BENCH_SRCS) $(BENCH_HDRS) $(B)/libkq.a
 	@mkdir -p $(dir $@)

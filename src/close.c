@@ -25,6 +25,30 @@
 #define CLOSE_RANGE_CLOEXEC	(1U << 2)
 #endif
 
+/*
+ * The operations themselves.  Under ThreadSanitizer they go through its
+ * interceptors (which our definitions replace), so that it still sees
+ * descriptors closed; otherwise they are the system calls.
+ */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KQ_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define KQ_TSAN 1
+#endif
+
+#ifdef KQ_TSAN
+int	__interceptor_close(int);
+int	__interceptor_dup3(int, int, int);
+#define sys_close(fd)		__interceptor_close(fd)
+#define sys_dup3(o, n, f)	__interceptor_dup3(o, n, f)
+#else
+#define sys_close(fd)		((int)syscall(SYS_close, fd))
+#define sys_dup3(o, n, f)	((int)syscall(SYS_dup3, o, n, f))
+#endif
+
 /* The operation that closes or replaces number fd. */
 struct kq_closer {
 	int	op;		/* SYS_close, SYS_dup3 */
@@ -36,8 +60,8 @@ static int
 closer_run(const struct kq_closer *c, int fd)
 {
 	if (c->op == SYS_dup3)
-		return (int)syscall(SYS_dup3, c->oldfd, fd, c->flags);
-	return (int)syscall(SYS_close, fd);
+		return sys_dup3(c->oldfd, fd, c->flags);
+	return sys_close(fd);
 }
 
 /*
@@ -83,7 +107,7 @@ close(int fd)
 	struct kq_closer c = { SYS_close, -1, 0 };
 
 	if (__builtin_expect(kq_registry_peek(fd) == NULL, 1))
-		return (int)syscall(SYS_close, fd);
+		return sys_close(fd);
 	return kq_retire(fd, &c);
 }
 
@@ -94,7 +118,7 @@ dup3(int oldfd, int newfd, int flags)
 
 	if (__builtin_expect(kq_registry_peek(newfd) == NULL, 1) ||
 	    oldfd == newfd)
-		return (int)syscall(SYS_dup3, oldfd, newfd, flags);
+		return sys_dup3(oldfd, newfd, flags);
 	return kq_retire(newfd, &c);
 }
 
@@ -152,5 +176,5 @@ closefrom(int lowfd)
 		return;
 	/* No close_range (Linux < 5.9): close one by one, as glibc does. */
 	for (long fd = lowfd, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
-		(void)syscall(SYS_close, (int)fd);
+		(void)sys_close((int)fd);
 }

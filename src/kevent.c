@@ -609,6 +609,7 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 	}
 	if (n < nevents && kq->kq_count > 0)
 		n += kq_scan_active(kq, out + n, nevents - n);
+	KQ_ASSERT(n >= 0 && n <= nevents);
 	return n;
 }
 
@@ -626,6 +627,7 @@ kq_unmark(struct kqueue *kq, const struct kevent *out, int n)
 		const struct filterops *fop = filter_lookup(out[i].filter);
 		struct knote *kn;
 
+		KQ_ASSERT(!(out[i].flags & EV_ERROR));
 		kn = knote_lookup(kq, out[i].ident, out[i].filter,
 		    fop->f_isfd);
 		if (kn != NULL)
@@ -694,6 +696,8 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			kq->kq_dead = 1;
 			return -EBADF;
 		}
+		/* Nothing delivered yet, so no KN_DELIVERED mark survives
+		   the unlock (see the top of this file). */
 		KQ_UNLOCK(kq);
 		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
 		r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
@@ -727,6 +731,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		/* Only stale or internal events, or the timeout: round again
 		   (an infinite wait never returns 0). */
 	}
+	KQ_ASSERT(n <= nevents);
 	if (n > 0)
 		kq_unmark(kq, out, n);
 	return n;

@@ -67,6 +67,8 @@ knote_free(struct kqueue *kq, struct knote *kn)
 {
 	const struct filterops *fop = filter_lookup(kn->kn_filter);
 
+	KQ_ASSERT(!(kn->kn_status & KN_QUEUED));
+
 	if (fop != NULL && fop->f_size > sizeof(struct knote)) {
 		free(kn);
 		return;
@@ -200,6 +202,7 @@ knote_enqueue(struct kqueue *kq, struct knote *kn)
 {
 	if (kn->kn_status & (KN_QUEUED | KN_DROPPED))
 		return;
+	KQ_ASSERT(kq->kq_count >= 0);
 	kn->kn_status |= KN_QUEUED;
 	STAILQ_INSERT_TAIL(&kq->kq_head, kn, kn_tqe);
 	kq->kq_count++;
