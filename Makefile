@@ -81,7 +81,14 @@ $(B)/tests/%: tests/%.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a -lcmocka $(LDLIBS_T)
 
-tests: $(TEST_BINS)
+# The randomized differential test against the reference model; not a
+# cmocka binary, so it is not named test-*.
+MODEL_SRCS := tests/fuzz-diff.c tests/model/model.c
+$(B)/tests/fuzz-diff: $(MODEL_SRCS) tests/model/model.h $(B)/libkq.a include/sys/event.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $(MODEL_SRCS) $(B)/libkq.a $(LDLIBS_T)
+
+tests: $(TEST_BINS) $(B)/tests/fuzz-diff
 
 check: tests
 	@tools/run-tests.sh $(B)
