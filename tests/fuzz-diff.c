@@ -276,9 +276,13 @@ g_pick_free_pair(void)
 	return -1;
 }
 
+static int g_clear_bias;	/* percent of new fd knotes made EV_CLEAR */
+
 static unsigned short
 g_mode(void)
 {
+	if (g_clear_bias && chance(g_clear_bias))
+		return EV_CLEAR;
 	switch (rn(20)) {
 	case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: return 0;
 	case 8: case 9: case 10: case 11: case 12: return EV_CLEAR;
@@ -533,7 +537,7 @@ generate(struct seq *q, uint64_t seed)
 	rng_state = seed * 0x2545f4914f6cdd1dull + 1;
 	memset(gs, 0, sizeof(gs));
 	memset(g_ureg, 0, sizeof(g_ureg));
-	nkq = chance(40) ? 2 : 1;
+	nkq = chance(40) || seed % 4 == 3 ? 2 : 1;
 	switch (seed % 4) {
 	case 0:
 	case 1:
@@ -562,21 +566,78 @@ generate(struct seq *q, uint64_t seed)
 		break;
 	}
 	default: {
-		/* Long runs of empty waits, across the 16-bit counter boundary. */
+		/*
+		 * Long runs of empty waits, across the 16-bit counter
+		 * boundary: mostly EV_CLEAR knotes (level-triggered WRITE
+		 * knotes would make every wait non-empty), and after a
+		 * long run, new data and a wait.
+		 */
 		q->profile = "idle";
 		g_nslots = 2 * ((int)rn(4) + 2);
+		g_clear_bias = 70;
 		nops = (int)rn(60) + 20;
 		for (int i = 0; i < nops; i++) {
 			g_step(q, nkq, 0);
 			if (chance(12)) {
-				struct op *o = seq_push(q);
+				int kq = nkq > 1 && chance(25) ? 1 : 0;
+				struct op *o;
 
+				if (chance(50)) {
+					/* A full wait first, so the run counts from a report. */
+					g_kevent(q, kq, 0, 4);
+					q->op[q->n - 1].nev = 16;
+				} else {
+					/*
+					 * Or from a new EV_CLEAR READ knote with nothing
+					 * to read, added without a scan, and after the
+					 * run data from the peer (the slot next to it).
+					 */
+					int sl = g_pick_open();
+
+					if (sl >= 0 && gs[sl].kind != G_PW) {
+						o = seq_push(q);
+						o->kind = O_READ;
+						o->a = sl;
+						o->n = 4096;
+						g_kevent(q, kq, 1, 4);
+						o = &q->op[q->n - 1];
+						o->nev = 0;
+						o->ch[0].slot = sl;
+						o->ch[0].filter = EVFILT_READ;
+						o->ch[0].flags = EV_ADD | EV_CLEAR;
+						gs[sl].reg[0] |= 1 << kq;
+						o = seq_push(q);
+						o->kind = O_IDLE;
+						o->kq = kq;
+						o->n = chance(40) ? 65534 : 65529 + rn(11);
+						o->nev = (int)rn(8) + 1;
+						o = seq_push(q);
+						o->kind = O_WRITE;
+						o->a = sl ^ 1;
+						o->n = rn(100) + 1;
+						g_kevent(q, kq, 0, 4);
+						continue;
+					}
+				}
+				o = seq_push(q);
 				o->kind = O_IDLE;
-				o->kq = nkq > 1 && chance(25) ? 1 : 0;
-				o->n = chance(60) ? 65530 + rn(10) : rn(70000) + 1000;
+				o->kq = kq;
+				o->n = chance(30) ? 65534 : chance(60) ? 65529 + rn(11) : rn(70000) + 1000;
 				o->nev = (int)rn(8) + 1;
+				if (chance(70)) {
+					int s = g_pick_open();
+
+					if (s >= 0) {
+						o = seq_push(q);
+						o->kind = O_WRITE;
+						o->a = s;
+						o->n = rn(100) + 1;
+					}
+					g_kevent(q, kq, 0, 4);
+				}
 			}
 		}
+		g_clear_bias = 0;
 		break;
 	}
 	}
