@@ -278,9 +278,13 @@ g_pick_free_pair(void)
 
 static int g_clear_bias;	/* percent of new fd knotes made EV_CLEAR */
 
+static int g_level_only;	/* only level-triggered and EV_ONESHOT knotes */
+
 static unsigned short
 g_mode(void)
 {
+	if (g_level_only)
+		return chance(90) ? 0 : EV_ONESHOT;
 	if (g_clear_bias && chance(g_clear_bias))
 		return EV_CLEAR;
 	switch (rn(20)) {
@@ -551,7 +555,13 @@ generate(struct seq *q, uint64_t seed)
 		/* Scale: hundreds to a couple of thousand descriptors. */
 		int nobj = (int)rn(chance(50) ? 1000 : 300) + 64;
 
-		q->profile = "scale";
+		/*
+		 * Half of them level-triggered only, so that the many
+		 * differences of EV_CLEAR knotes do not hide what happens
+		 * with hundreds of ready level-triggered knotes.
+		 */
+		g_level_only = chance(50);
+		q->profile = g_level_only ? "scale-level" : "scale";
 		g_nslots = 2 * nobj + 2 * (int)rn(50) + 2;
 		if (g_nslots > NSLOT)
 			g_nslots = NSLOT;
@@ -563,6 +573,7 @@ generate(struct seq *q, uint64_t seed)
 		nops = (int)rn(250) + 50;
 		for (int i = 0; i < nops; i++)
 			g_step(q, nkq, scale);
+		g_level_only = 0;
 		break;
 	}
 	default: {
