@@ -2,6 +2,7 @@
 #
 #   make                 build build/libkq.so and build/libkq.a
 #   make check           build and run every test (plain build)
+#   make check-model     the randomized differential test against tests/model/
 #   make check-sanitize  every test under ASan+UBSan, concurrency tests under TSan
 #   make bench           build kqbench
 #   make install         install into $(DESTDIR)$(PREFIX)
@@ -54,7 +55,7 @@ TEST_HDRS := $(wildcard tests/*.h)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_HDRS := $(wildcard bench/*.h)
 
-.PHONY: all lib check check-sanitize tests bench demo install clean man-lint
+.PHONY: all lib check check-model check-sanitize tests bench demo install clean man-lint
 
 all: lib
 
@@ -82,10 +83,22 @@ $(B)/tests/%: tests/%.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a -lcmocka $(LDLIBS_T)
 
-tests: $(TEST_BINS)
+# The randomized differential test against the reference model; not a
+# cmocka binary, so it is not named test-*.
+MODEL_SRCS := tests/fuzz-diff.c tests/model/model.c
+$(B)/tests/fuzz-diff: $(MODEL_SRCS) tests/model/model.h $(B)/libkq.a include/sys/event.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $(MODEL_SRCS) $(B)/libkq.a $(LDLIBS_T)
+
+tests: $(TEST_BINS) $(B)/tests/fuzz-diff
 
 check: tests
 	@tools/run-tests.sh $(B)
+
+# The differential test: the fixed CI seeds, then KQ_MODEL_SECONDS (60) of
+# random seeds.
+check-model: $(B)/tests/fuzz-diff
+	$(B)/tests/fuzz-diff
 
 check-sanitize:
 	$(MAKE) SAN=asan tests

@@ -214,4 +214,33 @@ t_so_error(int fd)
 	return err;
 }
 
+/*
+ * Run a group of tests as cmocka_run_group_tests() does, honouring two
+ * variables of the environment that tools/run-tests.sh uses to run each test
+ * in its own process:
+ *   KQ_TEST_LIST=1       print the names of the tests, one a line, and exit 0;
+ *   KQ_TEST_FILTER=NAME  run only the tests whose name matches NAME (a
+ *                        cmocka_set_test_filter() pattern: * and ? are wild).
+ */
+#define t_run_group(tests, setup, teardown) \
+	t_run_group_(#tests, tests, sizeof(tests) / sizeof((tests)[0]), \
+	    setup, teardown)
+
+static inline int
+t_run_group_(const char *group, const struct CMUnitTest *tests, size_t n,
+    CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+	const char *list = getenv("KQ_TEST_LIST");
+	const char *filter = getenv("KQ_TEST_FILTER");
+
+	if (list != NULL && strcmp(list, "1") == 0) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", tests[i].name);
+		return 0;
+	}
+	if (filter != NULL && *filter != '\0')
+		cmocka_set_test_filter(filter);
+	return _cmocka_run_group_tests(group, tests, n, setup, teardown);
+}
+
 #endif

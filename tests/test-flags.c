@@ -1410,5 +1410,5 @@ main(void)
 #endif
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return t_run_group(tests, NULL, NULL);
 }

@@ -1369,5 +1369,5 @@ main(void)
 		T(knote_silent_for_65536_collections_is_still_reported),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return t_run_group(tests, NULL, NULL);
 }

@@ -1247,5 +1247,5 @@ main(void)
 		T(kqueue_create_close_cycles_leak_nothing_and_keep_dispositions),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return t_run_group(tests, NULL, NULL);
 }

@@ -955,5 +955,5 @@ main(void)
 		T(timer_same_ident_in_two_kqueues_is_independent),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return t_run_group(tests, NULL, NULL);
 }

@@ -644,5 +644,5 @@ main(void)
 		T(user_idents_and_kqueues_are_independent),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return t_run_group(tests, NULL, NULL);
 }

@@ -1146,6 +1146,19 @@ kqueue_close_with_vnode_knotes_leaks_no_descriptors(void **state)
 	int before, after, round, fd = make_file("f", "abc"), d = open_dir("d");
 
 	(void)state;
+	/*
+	 * A closed kqueue is freed lazily (kqueue.2), so one closed kqueue's
+	 * descriptors may be open at the end: have one like it before
+	 * counting too, also when this test runs alone in its process.
+	 */
+	{
+		int kq = kqueue();
+
+		assert_true(kq >= 0);
+		vn_add(kq, fd, EV_CLEAR, NOTE_WRITE | NOTE_READ);
+		vn_add(kq, d, 0, NOTE_WRITE | NOTE_LINK);
+		close(kq);
+	}
 	before = t_count_fds();
 	for (round = 0; round < 200; round++) {
 		int kq = kqueue();
@@ -1215,5 +1228,5 @@ main(void)
 		T(kqueue_close_with_vnode_knotes_leaks_no_descriptors),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return t_run_group(tests, NULL, NULL);
 }

@@ -3,19 +3,23 @@
 # TSan (concurrency tests), the man page lint, and an install smoke test
 # (pkg-config and CMake find_package), and libevent's regression suite on
 # its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
-# source via apt, its epoll backend as baseline).  Warnings are errors.
+# source via apt, its epoll backend as baseline), and the differential test
+# against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
+# 60, for its random part).  Each cmocka test runs in its own process
+# (tools/run-tests.sh).  Warnings are errors.
 # Ends with one line "total: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 status=0 tp=0 tf=0
 
-sum() {	# parse "N passed, N failed" from a run-tests log
+sum() {	# parse "[name: ]N passed, N failed[, N skipped]" from a log
 	local line
-	line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -1 | sed 's/^[a-z-]*: //')
+	line=$(grep -E '^([a-z-]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$1" |
+	    tail -1 | sed 's/^[a-z-]*: //')
 	[ -n "$line" ] || line="0 passed, 1 failed"
 	tp=$((tp + $(echo "$line" | cut -d' ' -f1)))
-	tf=$((tf + $(echo "$line" | cut -d' ' -f3)))
+	tf=$((tf + $(echo "$line" | cut -d' ' -f3 | tr -d ,)))
 }
 
 step() {	# name, command...
@@ -30,10 +34,12 @@ step() {	# name, command...
 step "build" make -j"$JOBS" WERROR=1 lib tests demo bench
 log=$(mktemp)
 step "tests (plain)" bash -c "tools/run-tests.sh build | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "model differential test (CI seeds + ${KQ_MODEL_SECONDS:-60}s random)" bash -c "build/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "demo" build/demo
 step "build asan+ubsan" make -j"$JOBS" WERROR=1 SAN=asan tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build-asan/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
