@@ -254,7 +254,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 static int64_t
 write_space(struct kqueue *kq, struct knote *kn)
 {
-	int fd = (int)kn->kn_ident, n;
+	int fd = (int)kn->kn_ident, n, r;
 	int k = fd_kind(kq, kn);
 
 	if (k == K_PIPE) {
@@ -262,8 +262,8 @@ write_space(struct kqueue *kq, struct knote *kn)
 
 		if (cap == 0)
 			return 0;
-		if (ksys_ioctl(fd, FIONREAD, &n) != 0)
-			return 0;
+		if ((r = ksys_ioctl(fd, FIONREAD, &n)) != 0)
+			return r == -EBADF ? -1 : 0;
 		return cap - n > 0 ? cap - n : 0;
 	}
 	if (k == K_SOCK) {
@@ -272,7 +272,7 @@ write_space(struct kqueue *kq, struct knote *kn)
 		int64_t used;
 
 		if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) != 0)
-			return 0;
+			return errno == EBADF ? -1 : 0;
 		used = mi[SK_MEMINFO_WMEM_QUEUED] > mi[SK_MEMINFO_WMEM_ALLOC] ?
 		    mi[SK_MEMINFO_WMEM_QUEUED] : mi[SK_MEMINFO_WMEM_ALLOC];
 		return (int64_t)mi[SK_MEMINFO_SNDBUF] - used > 0 ?
@@ -305,7 +305,17 @@ filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	if (!(hint & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
 		return 0;
 	eof = (hint & (EPOLLHUP | EPOLLERR)) != 0;
-	data = eof ? 0 : write_space(kq, kn);
+	/*
+	 * The space is asked of the number: EBADF means it was closed
+	 * while a dup() kept the file registered.  At EOF nothing else is
+	 * asked, so ask whether it is still open (rare).
+	 */
+	if (eof)
+		data = fcntl(fd, F_GETFD) < 0 && errno == EBADF ? -1 : 0;
+	else
+		data = write_space(kq, kn);
+	if (data < 0)
+		return -1;
 	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&
 	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
 		return 0;

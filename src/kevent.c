@@ -25,8 +25,9 @@
  * Every call ends on a bound kq controls: the active list is scanned for
  * the entries present when the pass starts; the epoll set is fetched again
  * only while a fetch filled its batch and made progress (a knote delivered
- * or queued: at most once each per call), and never more than
- * nevents / KQ_EPBATCH + 2 times per round; blocking waits are bounded by
+ * or queued: at most once each per call, or a batch of internal sources
+ * only), and never more than nevents / KQ_EPBATCH + 2 + KQ_NSRC times per
+ * round; blocking waits are bounded by
  * the deadline, which is checked after each of them.
  *
  * kq_lock is held throughout except around an epoll_wait() that may block.
@@ -583,14 +584,14 @@ static inline __attribute__((always_inline)) int
 kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
     int nevents)
 {
-	int n = 0, r, i, want, before, queued, fetches;
+	int n = 0, r, i, want, before, queued, fetches, used;
 
 	if (kq->kq_nrepoll > 0)
 		kq_repoll(kq);
 	if (kq->kq_count > 0)
 		n = kq_scan_active(kq, out, nevents);
-	for (fetches = nevents / KQ_EPBATCH + 2; n < nevents && fetches > 0;
-	    fetches--) {
+	for (fetches = nevents / KQ_EPBATCH + 2 + KQ_NSRC;
+	    n < nevents && fetches > 0; fetches--) {
 		want = nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH;
 		r = ksys_epoll_poll(kq->kq_fd, ev, want);
 		if (r < 0) {
@@ -600,11 +601,34 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 		}
 		before = n;
 		queued = kq->kq_count;
-		for (i = 0; i < r; i++)
+		for (i = used = 0; i < r; i++) {
+			struct knote *chain = NULL;
+			int again = 0;
+
+			/* Could epoll hand this event out again unchanged?
+			   Only a level-triggered registration whose knotes
+			   are still there after the translation. */
+			if (!(ev[i].data.u64 & KQ_SRCKEY)) {
+				chain = knote_fdchain(kq, (int)ev[i].data.u64);
+				again = chain != NULL && (chain->kn_reg &
+				    (R_REG | R_ET | R_ONESHOT)) == R_REG;
+			}
 			n += kq_translate(kq, &ev[i], out + n, nevents - n, 0);
-		/* A short batch is all there is; a full one that brought
-		   nothing new holds only what this call already has. */
-		if (r < want || (n == before && kq->kq_count == queued))
+			if (!again ||
+			    knote_fdchain(kq, (int)ev[i].data.u64) != chain)
+				used++;
+		}
+		/*
+		 * A short batch is all there is.  A full one whose events
+		 * epoll would hand out again unchanged, and that delivered
+		 * or queued nothing, holds only what this call already has.
+		 * Anything else changed state that cannot change back
+		 * within the call (an edge consumed, a chain dropped, an
+		 * internal source serviced -- the doorbell, level-triggered,
+		 * goes to the tail of epoll's ready list), so fetch again.
+		 */
+		if (r < want || (n == before && kq->kq_count == queued &&
+		    used == 0))
 			break;
 	}
 	if (n < nevents && kq->kq_count > 0)
@@ -649,7 +673,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 {
 	struct epoll_event ev[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
-	int n, r, i, want, infinite = 0, zero = 0, e, stale;
+	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0;
 	uint32_t seq;
 	uint64_t runs;
 
@@ -664,12 +688,22 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			n = kq_syserr(kq, -n, held);
 			break;
 		}
-		if (kq->kq_zombie && (e = kq_rebuild(kq)) != 0 && n == 0) {
-			/* Cannot get rid of a registration that would make
-			   every wait return at once: say so. */
-			kq->kq_zombie = 1;
-			n = e == EBADF ? kq_syserr(kq, EBADF, held) : -e;
-			break;
+		if (kq->kq_zombie) {
+			if ((e = kq_rebuild(kq)) != 0 && n == 0) {
+				/* Cannot get rid of a registration that
+				   would make every wait return at once: say
+				   so rather than spin. */
+				kq->kq_zombie = 1;
+				n = e == EBADF ? kq_syserr(kq, EBADF, held) :
+				    -e;
+				break;
+			}
+			if (e == 0 && n < nevents && !rebuilt++) {
+				/* The new set may hold what the zombie hid. */
+				r = kq_collect(kq, ev, out + n, nevents - n);
+				if (r > 0)
+					n += r;
+			}
 		}
 		if (n > 0 || zero)
 			break;
