@@ -28,6 +28,7 @@
  * Called with kq_lock held.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 
 #include "kq_int.h"
@@ -252,6 +253,21 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 	if (cur & R_REG) {
 		if ((cur & R_MODEMASK) == want && !force)
 			return 0;
+		/*
+		 * An edge-triggered interest that only shrinks is left as it
+		 * is: EPOLL_CTL_MOD makes epoll report the registration's
+		 * current readiness as a new edge, which would fire the
+		 * EV_CLEAR knotes that stay again (FreeBSD's knotes on one
+		 * descriptor are independent).  The edges of the interest no
+		 * knote wants any more are ignored by kq_translate.
+		 */
+		if (!force && (cur & want & R_ET) &&
+		    !((cur | want) & (R_EXCL | R_ONESHOT)) &&
+		    (want & (R_IN | R_OUT)) != 0 &&
+		    (want & ~cur & (R_IN | R_OUT)) == 0) {
+			fdreg_set(kq, fd, cur);
+			return 0;
+		}
 		if ((cur & R_EXCL) || (want & R_EXCL)) {
 			/* EPOLLEXCLUSIVE registrations cannot be modified. */
 			if (fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) != 0)
@@ -274,6 +290,17 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 		ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
 	if (fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) != 0) {
 		int e = errno;
+
+		/*
+		 * The set already holds this very file under this number: a
+		 * registration whose knotes were dropped when the number was
+		 * found closed, and the same file was put back under it (a
+		 * dup2).  Take it over.
+		 */
+		if (e == EEXIST && fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) == 0) {
+			fdreg_set(kq, fd, want | R_REG | keep);
+			return 0;
+		}
 
 		if (e == EPERM) {
 			/* Regular files, directories, some devices. */
@@ -311,7 +338,14 @@ fdreg_attach(struct kqueue *kq, struct knote *kn)
 			cur = other->kn_reg;
 			break;
 		}
-	return fdreg_apply(kq, (int)kn->kn_ident, cur, 0);
+	/*
+	 * An existing registration is always updated with a system call,
+	 * even when its interest already covers kn (it is only shrunk
+	 * lazily): that proves the number still names the registered file
+	 * (EBADF/ENOENT otherwise) and makes epoll evaluate the new knote's
+	 * condition at once, as FreeBSD's attach does.
+	 */
+	return fdreg_apply(kq, (int)kn->kn_ident, cur, (cur & R_REG) != 0);
 }
 
 /* kn was unlinked: shrink (or remove) the registration without it. */
@@ -340,7 +374,19 @@ fdreg_update(struct kqueue *kq, struct knote *kn, int readd)
 	}
 	/* A level registration re-evaluates by itself on MOD when needed. */
 	if (!readd && (kn->kn_reg & R_REG) && !(kn->kn_reg & R_ET) &&
-	    !(kn->kn_flags & EV_CLEAR))
+	    !(kn->kn_flags & EV_CLEAR)) {
 		force = 0;
+		/*
+		 * If that makes no system call, the number must still be
+		 * proven to name the registered file: FreeBSD answers a
+		 * change of a closed (or reused) descriptor's knote with
+		 * EBADF (ENOENT), and so must we.
+		 */
+		if ((fdreg_want(kq, (int)kn->kn_ident) | R_REG) ==
+		    (kn->kn_reg & (R_MODEMASK | R_REG)) &&
+		    epoll_holds(kq->kq_fd, (int)kn->kn_ident) == 0)
+			return fcntl((int)kn->kn_ident, F_GETFD) < 0 ? EBADF :
+			    ENOENT;
+	}
 	return fdreg_apply(kq, (int)kn->kn_ident, kn->kn_reg, force);
 }

@@ -424,8 +424,13 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 			continue;
 		}
 		if (r < 0) {
-			/* The number was closed: its knotes go with it. */
+			/*
+			 * The number was closed: its knotes go with it.  Its
+			 * registration outlives it (epoll just reported it:
+			 * a dup() keeps the file), so rebuild the set.
+			 */
 			knote_drop_fd(kq, fd);
+			kq->kq_zombie = 1;
 			break;
 		}
 		if (r == 0)

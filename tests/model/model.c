@@ -277,6 +277,9 @@ drop_knote(struct model *m, int i)
 	m->kn[i] = m->kn[--m->nkn];
 }
 
+static void	spur_fd(struct model *, int, uintptr_t, const struct m_knote *);
+static void	spur_kq(struct model *, int);
+
 /*
  * close(fd): FreeBSD drops every knote on the number fd in every kqueue
  * (knote_fdclose).  When the last descriptor of the end goes, its peer
@@ -308,6 +311,7 @@ m_close(struct model *m, int fd)
 		if (is_fd_filter(kn->filter) && kn->ident == (uintptr_t)fd) {
 			if (m->ends[e].refs > 1) {
 				stale_add(m, kn->kq, fd, kn->filter, e);
+				spur_kq(m, kn->kq);
 				m->ndups_closed++;
 			} else if (mixed) {
 				stale_add(m, kn->kq, fd, kn->filter, -1);
@@ -423,6 +427,8 @@ reg(struct model *m, int kq, const struct kevent *c, unsigned short flags)
 		}
 		stale_clear(m, kq, (int)c->ident, c->filter);
 		reevaluate(m, kn);
+		if (is_fd_filter(c->filter))
+			spur_fd(m, kq, c->ident, &m->kn[m->nkn - 1]);
 		return 0;
 	}
 	kn = &m->kn[i];
@@ -458,6 +464,8 @@ reg(struct model *m, int kq, const struct kevent *c, unsigned short flags)
 	else if (flags & EV_DISABLE)
 		kn->disabled = 1;
 	reevaluate(m, kn);
+	if (is_fd_filter(c->filter) && !(flags & EV_DISABLE))
+		spur_fd(m, kq, c->ident, kn);
 	return 0;
 }
 
@@ -514,6 +522,23 @@ m_count_knotes(const struct model *m, int kq)
 	return n;
 }
 
+/*
+ * Does kq hold a registration of a closed number whose file is still open
+ * (a dup)?  Until the file goes, kq may rebuild its epoll set at any scan,
+ * and every EV_CLEAR knote may then be reported once more (LINUX NOTES).
+ */
+static int
+kq_zombie(const struct model *m, int kq)
+{
+	for (int i = 0; i < M_MAXSTALE; i++) {
+		const struct m_stale *s = &m->stale[i];
+
+		if (s->used && s->kq == kq && s->end >= 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* Status of a knote for a scan now: M_NO, M_MAY or M_MUST. */
 static int
 status(const struct model *m, const struct m_knote *kn)
@@ -522,7 +547,38 @@ status(const struct model *m, const struct m_knote *kn)
 		return M_NO;
 	if (kn->filter == EVFILT_USER || !(kn->mode & EV_CLEAR))
 		return M_MUST;	/* level-triggered; USER: triggered */
+	if (kn->pend == M_NO && (kn->spur || kq_zombie(m, kn->kq)))
+		return M_MAY;	/* LINUX NOTES: an EV_CLEAR re-report */
 	return kn->pend;
+}
+
+/*
+ * LINUX NOTES: a change of a knote on descriptor number fd may make the
+ * other EV_CLEAR knotes on that number in that kqueue report once more.
+ */
+static void
+spur_fd(struct model *m, int kq, uintptr_t fd, const struct m_knote *except)
+{
+	for (int i = 0; i < m->nkn; i++) {
+		struct m_knote *kn = &m->kn[i];
+
+		if (kn != except && kn->kq == kq && kn->ident == fd &&
+		    is_fd_filter(kn->filter) && (kn->mode & EV_CLEAR))
+			kn->spur = 1;
+	}
+}
+
+/* ... and a rebuild of the epoll set, every EV_CLEAR knote of kq. */
+static void
+spur_kq(struct model *m, int kq)
+{
+	for (int i = 0; i < m->nkn; i++) {
+		struct m_knote *kn = &m->kn[i];
+
+		if (kn->kq == kq && is_fd_filter(kn->filter) &&
+		    (kn->mode & EV_CLEAR))
+			kn->spur = 1;
+	}
 }
 
 int
@@ -689,6 +745,7 @@ m_scan(struct model *m, int kq, int nevents, const struct kevent *ev, int n,
 		if (kn->kq != kq)
 			continue;
 		if (seen[i]) {
+			kn->spur = 0;
 			if (kn->mode & EV_ONESHOT) {
 				drop_knote(m, i);
 				continue;

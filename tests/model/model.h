@@ -14,7 +14,8 @@
  * may or may not be reported again.  Where kq documents that it differs
  * from FreeBSD (man/kevent.2 LINUX NOTES 1: knotes of a closed descriptor
  * whose file stays open through a duplicate), the model marks the knote
- * "stale" and tolerates what the note allows; see m_close().
+ * "stale" and tolerates what the note allows; see m_close().  Likewise
+ * for the EV_CLEAR re-reports of LINUX NOTES (struct m_knote, spur).
  */
 #ifndef KQ_TESTS_MODEL_H
 #define KQ_TESTS_MODEL_H
@@ -54,6 +55,14 @@ struct m_knote {
 	int		missed;	/* full-list scans it was ready but not reported */
 	long		missed_cap;
 	int		max_ready;
+	/*
+	 * kq's documented difference (LINUX NOTES): an EV_CLEAR knote may be
+	 * reported once more, without new activity, after another knote on
+	 * the same descriptor number was added or changed (epoll re-reports
+	 * a registration it is asked to modify), or after the kqueue rebuilt
+	 * its epoll set (a watched number closed while a dup kept the file).
+	 */
+	int		spur;
 };
 
 /* A knote dropped by close() that kq may still know (LINUX NOTES 1). */
