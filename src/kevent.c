@@ -593,8 +593,15 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 
 	if (kq->kq_nrepoll > 0)
 		kq_repoll(kq);
-	if (kq->kq_count > 0)
+	/*
+	 * Fairness between the two sources: a call that filled the eventlist
+	 * from the active list alone makes the next one start with the epoll
+	 * set, so level-triggered knotes on the active list (user events,
+	 * files, emulated levels) cannot starve the kernel-tracked ones.
+	 */
+	if (kq->kq_count > 0 && !kq->kq_epfirst)
 		n = kq_scan_active(kq, out, nevents);
+	kq->kq_epfirst = n == nevents;
 	for (fetches = nevents / KQ_EPBATCH + 2 + KQ_NSRC;
 	    n < nevents && fetches > 0; fetches--) {
 		want = nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH;
