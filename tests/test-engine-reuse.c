@@ -213,18 +213,28 @@ pipe_at_closed_kqueue_number_stays_pipe_with_dup_kept_scanned_registration(
 /*     number: the new kqueue's events stay with it                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * withsock: 0, kq1 holds nothing; 1, kq1 watches a socket that becomes
+ * readable after kq2 exists (the blocked call may report it: it is
+ * kq1's); 2, kq1 watches a socket with NOTE_LOWAT 10 that gets one byte
+ * (the blocked call wakes and finds nothing to report), and kq2 has an
+ * EV_CLEAR pipe ready as well as the user event.
+ */
 static int
 kqueue_at_number_child(void *arg)
 {
 	int withsock = (int)(intptr_t)arg;
-	int kq1, kq2, sv[2] = { -1, -1 }, hold[64], nhold, r, i;
+	int kq1, kq2, sv[2] = { -1, -1 }, p[2] = { -1, -1 }, hold[64], nhold;
+	int r, i, user = 0, piped = 0;
 	struct blocked b;
 	struct kevent ev[4];
 
 	E_SYS(kq1 = kqueue());
 	if (withsock) {
 		E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-		E_CHANGE(kq1, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+		E_CHANGE(kq1, sv[0], EVFILT_READ, EV_ADD,
+		    withsock == 2 ? NOTE_LOWAT : 0, withsock == 2 ? 10 : 0,
+		    NULL);
 	}
 	blocked_start(&b, kq1, 1000);
 	E_SYS(close(kq1));
@@ -233,32 +243,45 @@ kqueue_at_number_child(void *arg)
 	E_CHECK(kq2 == kq1, "kqueue() got %d, not the old %d", kq2, kq1);
 	E_CHANGE(kq2, 42, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	E_CHANGE(kq2, 42, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	if (withsock == 2) {
+		E_SYS(pipe(p));
+		E_CHANGE(kq2, p[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+		E_CHECK(write(p[1], "k", 1) == 1, "write");
+	}
 	if (withsock)
 		E_CHECK(send(sv[1], "s", 1, MSG_NOSIGNAL) == 1, "send");
 	blocked_join(&b, 3000);
-	for (i = 0; i < b.r; i++)
-		E_CHECK(!(b.ev[i].filter == EVFILT_USER &&
-		    b.ev[i].ident == 42), "the kevent() blocked on the closed "
-		    "kqueue returned the new kqueue's user event");
 	/* it may report kq1's own socket (FreeBSD: it still holds kq1) */
 	for (i = 0; i < b.r; i++)
-		E_CHECK(withsock && b.ev[i].filter == EVFILT_READ &&
-		    b.ev[i].ident == (uintptr_t)sv[0], "the blocked kevent() "
-		    "returned ident %ju filter %d", (uintmax_t)b.ev[i].ident,
-		    b.ev[i].filter);
+		E_CHECK(withsock == 1 && b.ev[i].filter == EVFILT_READ &&
+		    b.ev[i].ident == (uintptr_t)sv[0], "the kevent() blocked on "
+		    "the closed kqueue returned ident %ju filter %d%s",
+		    (uintmax_t)b.ev[i].ident, b.ev[i].filter,
+		    b.ev[i].filter == EVFILT_USER ? " (the new kqueue's user "
+		    "event)" : b.ev[i].ident == (uintptr_t)p[0] ? " (the new "
+		    "kqueue's pipe)" : "");
 	E_CHECK(b.r >= 0 || b.err == EBADF, "the blocked kevent(): %s",
 	    strerror(b.err));
 	r = kevent(kq2, NULL, 0, ev, 4, &t_zero);
 	E_CHECK(r >= 0, "kevent(kq2): %s", strerror(errno));
-	for (i = 0; i < r; i++)
+	for (i = 0; i < r; i++) {
 		if (ev[i].filter == EVFILT_USER && ev[i].ident == 42)
-			break;
-	E_CHECK(i < r, "the new kqueue lost its triggered user event (kevent "
+			user = 1;
+		if (ev[i].filter == EVFILT_READ && ev[i].ident == (uintptr_t)p[0])
+			piped = 1;
+	}
+	E_CHECK(user, "the new kqueue lost its triggered user event (kevent "
 	    "returned %d)", r);
+	E_CHECK(withsock != 2 || piped, "the new kqueue lost its EV_CLEAR "
+	    "pipe event (kevent returned %d)", r);
 	close(kq2);
 	if (withsock) {
 		close(sv[0]);
 		close(sv[1]);
+	}
+	if (withsock == 2) {
+		close(p[0]);
+		close(p[1]);
 	}
 	e_close_all(hold, nhold);
 	return 0;
@@ -277,6 +300,14 @@ kevent_blocked_on_closed_kqueue_with_socket_does_not_take_new_kqueues_events(
 {
 	(void)state;
 	E_RUN(kqueue_at_number_child, (void *)1, 20);
+}
+
+static void
+kevent_blocked_on_closed_kqueue_woken_for_nothing_does_not_take_new_kqueues_events(
+    void **state)
+{
+	(void)state;
+	E_RUN(kqueue_at_number_child, (void *)2, 20);
 }
 
 /* ------------------------------------------------------------------ */
@@ -458,6 +489,7 @@ main(void)
 		cmocka_unit_test(pipe_at_closed_kqueue_number_stays_pipe_with_dup_kept_scanned_registration),
 		cmocka_unit_test(kevent_blocked_on_closed_kqueue_does_not_take_new_kqueues_events),
 		cmocka_unit_test(kevent_blocked_on_closed_kqueue_with_socket_does_not_take_new_kqueues_events),
+		cmocka_unit_test(kevent_blocked_on_closed_kqueue_woken_for_nothing_does_not_take_new_kqueues_events),
 		cmocka_unit_test(kevent_on_closed_kqueue_number_fails_with_ebadf),
 #ifdef __linux__
 		cmocka_unit_test(kevent_on_foreign_epoll_at_kqueue_number_fails_and_leaves_it),
