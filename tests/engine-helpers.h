@@ -233,7 +233,7 @@ static inline int
 e_exhaust(struct e_exhaust *x, int leave_free)
 {
 	struct rlimit rl;
-	int nul, hi, fd;
+	int nul, hi, fd = -1;
 
 	memset(x, 0, sizeof(*x));
 	if (getrlimit(RLIMIT_NOFILE, &x->old) != 0)
