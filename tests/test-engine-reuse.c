@@ -366,6 +366,58 @@ kevent_on_closed_kqueue_number_fails_with_ebadf(void **state)
 	E_RUN(closed_number_child, NULL, 20);
 }
 
+/*
+ * A knote on a number that was closed while a dup() keeps the file is
+ * gone (FreeBSD: knote_fdclose() by number), whatever the filter: an
+ * always-writable socket's EVFILT_WRITE is not reported after the close.
+ * The number is moved above every other descriptor so nothing reuses it.
+ */
+static int
+closed_write_number_child(void *arg)
+{
+	int kq, sv[2], hi, keep, r, k, scanned = (int)(intptr_t)arg;
+	struct kevent ev[4];
+
+	E_SYS(kq = kqueue());
+	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	E_SYS(hi = fcntl(sv[0], F_DUPFD, 1000));
+	E_CHANGE(kq, hi, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	if (scanned)
+		E_CHECK(kevent(kq, NULL, 0, ev, 4, &t_zero) == 1, "scan");
+	E_SYS(keep = dup(hi));
+	E_SYS(close(hi));
+	for (k = 0; k < 2; k++) {
+		r = kevent(kq, NULL, 0, ev, 4, &t_zero);
+		E_CHECK(r == 0, "call %d after close(%d): kevent returned %d "
+		    "(ident %ju filter %d): the knote of the closed number",
+		    k + 1, hi, r, (uintmax_t)(r > 0 ? ev[0].ident : 0),
+		    r > 0 ? ev[0].filter : 0);
+	}
+	E_CHECK(e_change(kq, hi, EVFILT_WRITE, EV_DELETE, 0, 0, NULL) == -1 &&
+	    errno == EBADF, "EV_DELETE on the closed number: %s",
+	    strerror(errno));
+	close(kq);
+	close(keep);
+	close(sv[0]);
+	close(sv[1]);
+	return 0;
+}
+
+static void
+write_knote_of_number_closed_while_dup_open_is_not_reported(void **state)
+{
+	(void)state;
+	E_RUN(closed_write_number_child, (void *)0, 20);
+}
+
+static void
+reported_write_knote_of_number_closed_while_dup_open_is_not_reported(
+    void **state)
+{
+	(void)state;
+	E_RUN(closed_write_number_child, (void *)1, 20);
+}
+
 /* ------------------------------------------------------------------ */
 /* (d) kevent() on another library's epoll set at the number          */
 /* ------------------------------------------------------------------ */
@@ -491,6 +543,8 @@ main(void)
 		cmocka_unit_test(kevent_blocked_on_closed_kqueue_with_socket_does_not_take_new_kqueues_events),
 		cmocka_unit_test(kevent_blocked_on_closed_kqueue_woken_for_nothing_does_not_take_new_kqueues_events),
 		cmocka_unit_test(kevent_on_closed_kqueue_number_fails_with_ebadf),
+		cmocka_unit_test(write_knote_of_number_closed_while_dup_open_is_not_reported),
+		cmocka_unit_test(reported_write_knote_of_number_closed_while_dup_open_is_not_reported),
 #ifdef __linux__
 		cmocka_unit_test(kevent_on_foreign_epoll_at_kqueue_number_fails_and_leaves_it),
 		cmocka_unit_test(kevent_on_foreign_epoll_at_kqueue_number_keeps_its_edge),

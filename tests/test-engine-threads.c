@@ -19,6 +19,7 @@
  * the test instead of hanging the suite.  Threads check with E_CHECK or
  * count problems in atomics that the scenario's main thread checks.
  */
+#include <sched.h>
 #include <sys/stat.h>
 
 #include "engine-helpers.h"
