@@ -546,6 +546,8 @@ MX_TEST(sleepers_timer_burst_every_expiry_delivered_once, K_TIMER, 1)
 struct nest {
 	int		 kq;
 	atomic_int	*go;
+	atomic_int	 iters;		/* calls made so far */
+	struct nest	*other;
 	int		 errors;
 	int		 stale;		/* reports of the closed kqueue */
 	int		 stale_ident;
@@ -560,8 +562,13 @@ nest_loop(void *arg)
 
 	while (!atomic_load(n->go))
 		;
-	for (i = 0; i < NEST_ITERS; i++) {
+	/* at least NEST_ITERS calls, and until the other thread made as many
+	   (so that the two loops overlap even if one starts late) */
+	for (i = 0; i < NEST_ITERS || (atomic_load(&n->other->iters) <
+	    NEST_ITERS && i < 100 * NEST_ITERS); i++) {
 		struct timespec ts = { 0, (i & 1) ? 1000000L : 0 };
+
+		atomic_store(&n->iters, i + 1);
 
 		r = kevent(n->kq, NULL, 0, ev, 4, &ts);
 		if (r < 0 && errno != EINTR) {
@@ -631,9 +638,11 @@ nest_child(void *arg)
 	na.kq = a;
 	na.go = &go;
 	na.stale_ident = b;	/* A's knote on the closed B */
+	na.other = &nd;
 	nd.kq = d;
 	nd.go = &go;
 	nd.stale_ident = -1;
+	nd.other = &na;
 	E_CHECK(pthread_create(&ta, NULL, nest_loop, &na) == 0, "create");
 	E_CHECK(pthread_create(&td, NULL, nest_loop, &nd) == 0, "create");
 	atomic_store(&go, 1);
