@@ -1,0 +1,629 @@
+/*
+ * test-engine-exhaust.c -- regression tests of descriptor exhaustion: with
+ * no descriptor free (RLIMIT_NOFILE lowered to what is open, the rest of
+ * the table filled with dup()s of /dev/null), every kevent() either fails
+ * with an error or works -- never a silent success that never reports, a
+ * lost wakeup, or a call that spins for its whole timeout.
+ *
+ * FreeBSD reference: kqueue() takes one descriptor (EMFILE when none is
+ * free); kevent() itself never allocates a descriptor, so on FreeBSD all
+ * of the registrations below simply succeed and report.  An
+ * implementation that needs descriptors of its own (an epoll set, an
+ * eventfd, a timerfd, a signalfd, an inotify instance, a pidfd) may
+ * instead fail the change with EMFILE/ENFILE (or ENOMEM), returned by
+ * kevent() or in an EV_ERROR entry; what it may not do is accept the
+ * change and then never report it, or sleep through a wakeup.
+ *
+ * Every scenario runs in a child process with a time limit (see
+ * engine-helpers.h), so RLIMIT_NOFILE and the filler descriptors never
+ * leak into other tests; the scenarios restore them anyway before they
+ * check that a late report arrives.
+ */
+#include <sys/stat.h>
+
+#include "engine-helpers.h"
+
+#define MS	1000000LL
+
+static int
+resource_errno(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOMEM;
+}
+
+/* ------------------------------------------------------------------ */
+/* (a) The first EVFILT_USER trigger with no descriptor free          */
+/* ------------------------------------------------------------------ */
+
+struct waiter {
+	pthread_t	 thr;
+	int		 kq;
+	atomic_int	 started;
+	atomic_int	 done;
+	int		 r;
+	int		 err;
+	struct kevent	 ev;
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	atomic_store(&w->started, 1);
+	w->r = e_wait(w->kq, &w->ev, 1, 3000);
+	w->err = errno;
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+static void
+waiter_start(struct waiter *w, int kq)
+{
+	memset(w, 0, sizeof(*w));
+	w->kq = kq;
+	E_CHECK(pthread_create(&w->thr, NULL, waiter_main, w) == 0, "create");
+	while (!atomic_load(&w->started))
+		e_sleep_ms(1);
+	e_sleep_ms(100);
+}
+
+/*
+ * v bit 0: the waiting thread starts after the exhaustion (else before);
+ * v bit 1: EV_ADD of the user event after the exhaustion (else before).
+ */
+static int
+first_trigger_child(void *arg)
+{
+	int v = (int)(intptr_t)arg, block_after = v & 1, add_after = v & 2;
+	struct e_exhaust x;
+	struct waiter w;
+	int kq, r, e;
+	int64_t deadline;
+
+	E_SYS(kq = kqueue());
+	if (!add_after)
+		E_CHANGE(kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	if (!block_after)
+		waiter_start(&w, kq);
+	E_CHECK(e_exhaust(&x, 0) == 0, "exhaust: %s", strerror(errno));
+	if (block_after)
+		waiter_start(&w, kq);
+	if (add_after) {
+		r = e_change(kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+		e = errno;
+		if (r != 0) {
+			e_restore(&x);
+			E_CHECK(resource_errno(e), "EV_ADD failed with %s",
+			    strerror(e));
+			/* an error: acceptable; the waiter times out */
+			E_CHECK(pthread_join(w.thr, NULL) == 0, "join");
+			close(kq);
+			return 0;
+		}
+	}
+	r = e_change(kq, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	e = errno;
+	if (r != 0) {
+		e_restore(&x);
+		E_CHECK(resource_errno(e), "NOTE_TRIGGER failed with %s",
+		    strerror(e));
+		E_CHECK(pthread_join(w.thr, NULL) == 0, "join");
+		close(kq);
+		return 0;
+	}
+	deadline = e_now_ms() + 2000;
+	while (!atomic_load(&w.done) && e_now_ms() < deadline)
+		e_sleep_ms(2);
+	e_restore(&x);
+	E_CHECK(atomic_load(&w.done), "NOTE_TRIGGER succeeded with no "
+	    "descriptor free, but the thread blocked in kevent() was not woken "
+	    "within 2 s");
+	E_CHECK(pthread_join(w.thr, NULL) == 0, "join");
+	E_CHECK(w.r == 1 || (w.r == -1 && resource_errno(w.err)), "the "
+	    "blocked kevent() returned %d (%s)", w.r,
+	    w.r < 0 ? strerror(w.err) : "");
+	if (w.r == 1)
+		E_CHECK(w.ev.filter == EVFILT_USER && w.ev.ident == 1,
+		    "filter %d ident %ju", w.ev.filter, (uintmax_t)w.ev.ident);
+	close(kq);
+	return 0;
+}
+
+static void
+first_user_trigger_without_free_descriptor_wakes_thread_blocked_before(
+    void **state)
+{
+	(void)state;
+	E_RUN(first_trigger_child, (void *)0, 20);
+}
+
+static void
+first_user_trigger_without_free_descriptor_wakes_thread_blocked_after(
+    void **state)
+{
+	(void)state;
+	E_RUN(first_trigger_child, (void *)1, 20);
+}
+
+static void
+user_event_added_and_triggered_without_free_descriptor_wakes_thread(
+    void **state)
+{
+	(void)state;
+	E_RUN(first_trigger_child, (void *)3, 20);
+}
+
+/* ------------------------------------------------------------------ */
+/* (b) EVFILT_READ on a regular file with no descriptor free          */
+/* ------------------------------------------------------------------ */
+
+/* A temporary file: *rfd read-only at offset 0, *wfd appending. */
+static void
+tmpfile_pair(int *rfd, int *wfd)
+{
+	char path[] = "/tmp/kq-engine-exhaust-XXXXXX";
+
+	E_SYS(*wfd = mkstemp(path));
+	E_SYS(*rfd = open(path, O_RDONLY));
+	E_SYS(unlink(path));
+	E_SYS(fcntl(*wfd, F_SETFL, O_APPEND));
+}
+
+static int
+regular_file_child(void *arg)
+{
+	struct e_exhaust x;
+	struct kevent ch, ev;
+	int kq, rfd, wfd, r, e;
+
+	(void)arg;
+	tmpfile_pair(&rfd, &wfd);
+	E_SYS(kq = kqueue());
+	E_CHECK(e_exhaust(&x, 0) == 0, "exhaust: %s", strerror(errno));
+	EV_SET(&ch, rfd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	r = kevent(kq, &ch, 1, &ev, 1, &t_zero);
+	e = errno;
+	if (r == -1 || (r == 1 && (ev.flags & EV_ERROR))) {
+		int err = r == -1 ? e : (int)ev.data;
+
+		e_restore(&x);
+		E_CHECK(err == EMFILE || err == ENFILE, "EV_ADD of a regular "
+		    "file with no descriptor free failed with %s, expected "
+		    "EMFILE or ENFILE", strerror(err));
+		goto out;
+	}
+	E_CHECK(r == 0, "EV_ADD of an empty regular file returned %d events "
+	    "(ident %ju data %jd)", r, (uintmax_t)ev.ident, (intmax_t)ev.data);
+	/* accepted: the growth must be reported */
+	E_CHECK(write(wfd, "abc", 3) == 3, "write");
+	r = e_wait(kq, &ev, 1, 1000);
+	e = errno;
+	if (r != 1) {
+		e_restore(&x);
+		if (r == 0)
+			fprintf(stderr, "note: growth not reported while no "
+			    "descriptor was free; retrying after restoring\n");
+		else
+			E_CHECK(resource_errno(e), "kevent: %s", strerror(e));
+		r = e_wait(kq, &ev, 1, 1000);
+	}
+	e_restore(&x);
+	E_CHECK(r == 1, "EV_ADD of a regular file succeeded with no descriptor "
+	    "free, but the file's growth was never reported (kevent returned "
+	    "%d)", r);
+	E_CHECK(ev.ident == (uintptr_t)rfd && ev.filter == EVFILT_READ &&
+	    ev.data == 3, "ident %ju filter %d data %jd", (uintmax_t)ev.ident,
+	    ev.filter, (intmax_t)ev.data);
+out:
+	close(kq);
+	close(rfd);
+	close(wfd);
+	return 0;
+}
+
+static void
+regular_file_read_added_without_free_descriptor_fails_or_reports_growth(
+    void **state)
+{
+	(void)state;
+	E_RUN(regular_file_child, NULL, 20);
+}
+
+/* ------------------------------------------------------------------ */
+/* (c) A registration under a closed number, no descriptor free       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The watched number is moved above every other open descriptor, so that
+ * once it is closed the exhaustion (which lowers RLIMIT_NOFILE to just
+ * above the highest open descriptor) leaves it closed rather than filling
+ * it with /dev/null.
+ * v bit 0: a scan saw the registration before its number was closed;
+ * v bit 1: EVFILT_READ on a socket with unread data (else EVFILT_WRITE on
+ * an always-writable one).
+ */
+static int
+closed_number_child(void *arg)
+{
+	int scanned = (int)(intptr_t)arg & 1, rd = (int)(intptr_t)arg & 2;
+	short filt = rd ? EVFILT_READ : EVFILT_WRITE;
+	struct e_exhaust x;
+	struct kevent ev[4];
+	int kq, sv[2], keep, hi, r, e, i, k;
+	int64_t c0, cpu;
+
+	E_SYS(kq = kqueue());
+	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	E_SYS(hi = fcntl(sv[0], F_DUPFD, 1000));
+	E_SYS(close(sv[0]));
+	if (rd)
+		E_CHECK(send(sv[1], "abc", 3, MSG_NOSIGNAL) == 3, "send");
+	E_CHANGE(kq, hi, filt, EV_ADD, 0, 0, NULL);
+	if (scanned)
+		E_CHECK(kevent(kq, NULL, 0, ev, 4, &t_zero) == 1, "scan");
+	E_SYS(keep = dup(hi));
+	E_SYS(close(hi));
+	E_CHECK(e_exhaust(&x, 0) == 0, "exhaust: %s", strerror(errno));
+	E_CHECK((int)x.old.rlim_cur > hi && fcntl(hi, F_GETFD) == -1,
+	    "descriptor %d should stay closed", hi);
+	for (k = 0; k < 2; k++) {
+		c0 = e_proc_cpu_ns();
+		r = e_wait(kq, ev, 4, 300);
+		e = errno;
+		cpu = e_proc_cpu_ns() - c0;
+		if (cpu >= 100 * MS || !(r == 0 || (r == -1 &&
+		    resource_errno(e))))
+			e_restore(&x);
+		E_CHECK(cpu < 100 * MS, "call %d: kevent() with a 300 ms timeout "
+		    "used %jd ms CPU (returned %d%s%s): it spun", k + 1,
+		    (intmax_t)(cpu / MS), r, r < 0 ? " " : "",
+		    r < 0 ? strerror(e) : "");
+		for (i = 0; i < r; i++)
+			E_CHECK(0, "call %d: reported ident %ju filter %d: the "
+			    "knote of the closed number", k + 1,
+			    (uintmax_t)ev[i].ident, ev[i].filter);
+		E_CHECK(r == 0 || (r == -1 && resource_errno(e)), "call %d: "
+		    "kevent() returned %d (%s)", k + 1, r,
+		    r < 0 ? strerror(e) : "");
+	}
+	e_restore(&x);
+	close(kq);
+	close(keep);
+	close(sv[1]);
+	return 0;
+}
+
+static void
+closed_write_number_kept_by_dup_without_free_descriptor_does_not_spin(
+    void **state)
+{
+	(void)state;
+	E_RUN(closed_number_child, (void *)0, 20);
+}
+
+static void
+scanned_closed_write_number_kept_by_dup_without_free_descriptor_does_not_spin(
+    void **state)
+{
+	(void)state;
+	E_RUN(closed_number_child, (void *)1, 20);
+}
+
+static void
+closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin(
+    void **state)
+{
+	(void)state;
+	E_RUN(closed_number_child, (void *)2, 20);
+}
+
+static void
+scanned_closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin(
+    void **state)
+{
+	(void)state;
+	E_RUN(closed_number_child, (void *)3, 20);
+}
+
+/* ------------------------------------------------------------------ */
+/* The sweep: each filter added with 0..3 descriptors free            */
+/* ------------------------------------------------------------------ */
+
+enum { F_USER, F_TIMER, F_SIGNAL, F_FILE, F_FILE_CLEAR, F_VNODE, F_PROC };
+static const char *const filt_name[] = {
+	"EVFILT_USER", "EVFILT_TIMER", "EVFILT_SIGNAL",
+	"EVFILT_READ (regular file)", "EVFILT_READ EV_CLEAR (regular file)",
+	"EVFILT_VNODE", "EVFILT_PROC",
+};
+
+static volatile sig_atomic_t usr2_hits;
+
+static void
+on_usr2(int sig)
+{
+	(void)sig;
+	usr2_hits++;
+}
+
+struct sweep {
+	int	 filt;
+	int	 rfd, wfd;	/* F_FILE, F_VNODE */
+	pid_t	 pid;		/* F_PROC */
+	int	 gate[2];	/* F_PROC: the child exits when gate closes */
+};
+
+static void
+sweep_prepare(struct sweep *s)
+{
+	if (s->filt == F_FILE || s->filt == F_FILE_CLEAR ||
+	    s->filt == F_VNODE) {
+		tmpfile_pair(&s->rfd, &s->wfd);
+	} else if (s->filt == F_PROC) {
+		char ch;
+
+		E_SYS(pipe(s->gate));
+		E_SYS(s->pid = fork());
+		if (s->pid == 0) {
+			close(s->gate[1]);
+			while (read(s->gate[0], &ch, 1) < 0 && errno == EINTR)
+				;
+			_exit(7);
+		}
+		close(s->gate[0]);
+	}
+}
+
+static int
+sweep_add(struct sweep *s, int kq)
+{
+	switch (s->filt) {
+	case F_USER:
+		return e_change(kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+	case F_TIMER:
+		return e_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 10,
+		    NULL);
+	case F_SIGNAL:
+		return e_change(kq, SIGUSR2, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	case F_FILE:
+	case F_FILE_CLEAR:
+		return e_change(kq, s->rfd, EVFILT_READ, EV_ADD |
+		    (s->filt == F_FILE_CLEAR ? EV_CLEAR : 0), 0, 0, NULL);
+	case F_VNODE:
+		return e_change(kq, s->rfd, EVFILT_VNODE, EV_ADD | EV_CLEAR,
+		    NOTE_WRITE | NOTE_EXTEND, 0, NULL);
+	default:
+		return e_change(kq, (uintptr_t)s->pid, EVFILT_PROC, EV_ADD,
+		    NOTE_EXIT, 0, NULL);
+	}
+}
+
+/* Make the event happen; returns kevent()'s result for F_USER, else 0. */
+static int
+sweep_trigger(struct sweep *s, int kq)
+{
+	switch (s->filt) {
+	case F_USER:
+		return e_change(kq, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	case F_TIMER:
+		return 0;
+	case F_SIGNAL:
+		E_SYS(kill(getpid(), SIGUSR2));
+		return 0;
+	case F_FILE:
+	case F_FILE_CLEAR:
+	case F_VNODE:
+		E_CHECK(write(s->wfd, "abc", 3) == 3, "write");
+		return 0;
+	default:
+		close(s->gate[1]);
+		s->gate[1] = -1;
+		return 0;
+	}
+}
+
+static void
+sweep_check(struct sweep *s, const struct kevent *ev, const char *what)
+{
+	switch (s->filt) {
+	case F_USER:
+	case F_TIMER:
+		E_CHECK(ev->ident == 1 && ev->filter == (s->filt == F_USER ?
+		    EVFILT_USER : EVFILT_TIMER), "%s: ident %ju filter %d", what,
+		    (uintmax_t)ev->ident, ev->filter);
+		break;
+	case F_SIGNAL:
+		E_CHECK(ev->ident == SIGUSR2 && ev->filter == EVFILT_SIGNAL &&
+		    ev->data >= 1, "%s: ident %ju filter %d data %jd", what,
+		    (uintmax_t)ev->ident, ev->filter, (intmax_t)ev->data);
+		break;
+	case F_FILE:
+	case F_FILE_CLEAR:
+		E_CHECK(ev->ident == (uintptr_t)s->rfd &&
+		    ev->filter == EVFILT_READ && ev->data == 3, "%s: ident %ju "
+		    "filter %d data %jd", what, (uintmax_t)ev->ident,
+		    ev->filter, (intmax_t)ev->data);
+		break;
+	case F_VNODE:
+		E_CHECK(ev->ident == (uintptr_t)s->rfd &&
+		    ev->filter == EVFILT_VNODE && (ev->fflags & NOTE_WRITE),
+		    "%s: ident %ju filter %d fflags %#x", what,
+		    (uintmax_t)ev->ident, ev->filter, ev->fflags);
+		break;
+	default:
+		E_CHECK(ev->ident == (uintptr_t)s->pid &&
+		    ev->filter == EVFILT_PROC && (ev->fflags & NOTE_EXIT) &&
+		    WIFEXITED((int)ev->data) && WEXITSTATUS((int)ev->data) == 7,
+		    "%s: ident %ju filter %d fflags %#x data %#jx", what,
+		    (uintmax_t)ev->ident, ev->filter, ev->fflags,
+		    (uintmax_t)ev->data);
+		break;
+	}
+}
+
+static void
+sweep_cleanup(struct sweep *s)
+{
+	if (s->filt == F_FILE || s->filt == F_FILE_CLEAR ||
+	    s->filt == F_VNODE) {
+		close(s->rfd);
+		close(s->wfd);
+	} else if (s->filt == F_PROC) {
+		int st;
+
+		if (s->gate[1] >= 0)
+			close(s->gate[1]);
+		while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+}
+
+/*
+ * One case: `nfree` descriptors left free; the kqueue created before the
+ * exhaustion or after it.
+ */
+static void
+sweep_case(int filt, int nfree, int kq_after)
+{
+	struct sweep s;
+	struct e_exhaust x;
+	struct kevent ev;
+	struct waiter w;
+	char what[160];
+	int kq = -1, r, e, woken;
+	int64_t deadline;
+
+	snprintf(what, sizeof(what), "%s, %d descriptors free, kqueue created "
+	    "%s", filt_name[filt], nfree, kq_after ? "after" : "before");
+	memset(&s, 0, sizeof(s));
+	s.filt = filt;
+	s.gate[1] = -1;
+	sweep_prepare(&s);
+	if (!kq_after)
+		E_SYS(kq = kqueue());
+	E_CHECK(e_exhaust(&x, nfree) == 0, "exhaust: %s", strerror(errno));
+	if (kq_after) {
+		kq = kqueue();
+		if (kq < 0) {
+			e = errno;
+			e_restore(&x);
+			E_CHECK(resource_errno(e), "%s: kqueue(): "
+			    "%s", what, strerror(e));
+			sweep_cleanup(&s);
+			return;
+		}
+	}
+	r = sweep_add(&s, kq);
+	e = errno;
+	if (r != 0) {
+		e_restore(&x);
+		fprintf(stderr, "note: %s: EV_ADD failed: %s\n", what,
+		    strerror(e));
+		E_CHECK(resource_errno(e), "%s: EV_ADD failed with %s", what,
+		    strerror(e));
+		close(kq);
+		sweep_cleanup(&s);
+		return;
+	}
+	/* a scan before the event: the registration must wait for it */
+	r = kevent(kq, NULL, 0, &ev, 1, &t_zero);
+	e = errno;
+	E_CHECK(r == 0 || (r == -1 && resource_errno(e)), "%s: scan before "
+	    "the event returned %d (%s)", what, r, r < 0 ? strerror(e) : "");
+	/* a thread sleeps in kevent() while the event happens */
+	waiter_start(&w, kq);
+	r = sweep_trigger(&s, kq);
+	e = errno;
+	if (r != 0) {
+		E_CHECK(resource_errno(e), "%s: NOTE_TRIGGER: %s", what,
+		    strerror(e));
+		e_restore(&x);
+		E_CHECK(sweep_trigger(&s, kq) == 0, "%s: NOTE_TRIGGER after "
+		    "restoring: %s", what, strerror(errno));
+	}
+	deadline = e_now_ms() + 2000;
+	while (!atomic_load(&w.done) && e_now_ms() < deadline)
+		e_sleep_ms(2);
+	woken = atomic_load(&w.done);
+	e_restore(&x);
+	E_CHECK(pthread_join(w.thr, NULL) == 0, "join");
+	r = w.r;
+	e = w.err;
+	ev = w.ev;
+	E_CHECK(woken, "%s: EV_ADD succeeded, but the thread sleeping in "
+	    "kevent() was not woken by the event within 2 s (it returned %d "
+	    "later, after the descriptors were freed or at its 3 s timeout)",
+	    what, r);
+	if (r != 1) {
+		E_CHECK(r == -1 && resource_errno(e), "%s: the sleeping "
+		    "kevent() returned %d (%s)", what, r, r < 0 ?
+		    strerror(e) : "");
+		/* an error while exhausted: the event must come now */
+		r = e_wait(kq, &ev, 1, 1000);
+		e = errno;
+	}
+	E_CHECK(r == 1, "%s: EV_ADD succeeded but the event was never "
+	    "reported (kevent returned %d%s%s)", what, r, r < 0 ? ": " : "",
+	    r < 0 ? strerror(e) : "");
+	sweep_check(&s, &ev, what);
+	close(kq);
+	sweep_cleanup(&s);
+}
+
+static int
+sweep_child(void *arg)
+{
+	int filt = (int)(intptr_t)arg, nfree, after;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr2;
+	sigemptyset(&sa.sa_mask);
+	E_SYS(sigaction(SIGUSR2, &sa, NULL));
+	for (after = 0; after < 2; after++)
+		for (nfree = 0; nfree < 4; nfree++)
+			sweep_case(filt, nfree, after);
+	return 0;
+}
+
+#define SWEEP_TEST(name, filt)						\
+static void								\
+name(void **state)							\
+{									\
+	(void)state;							\
+	E_RUN(sweep_child, (void *)(intptr_t)(filt), 20);		\
+}
+SWEEP_TEST(user_added_with_few_descriptors_free_reports_or_fails, F_USER)
+SWEEP_TEST(timer_added_with_few_descriptors_free_reports_or_fails, F_TIMER)
+SWEEP_TEST(signal_added_with_few_descriptors_free_reports_or_fails, F_SIGNAL)
+SWEEP_TEST(file_read_added_with_few_descriptors_free_reports_or_fails, F_FILE)
+SWEEP_TEST(file_read_clear_added_with_few_descriptors_free_reports_or_fails,
+    F_FILE_CLEAR)
+SWEEP_TEST(vnode_added_with_few_descriptors_free_reports_or_fails, F_VNODE)
+SWEEP_TEST(proc_added_with_few_descriptors_free_reports_or_fails, F_PROC)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(first_user_trigger_without_free_descriptor_wakes_thread_blocked_before),
+		cmocka_unit_test(first_user_trigger_without_free_descriptor_wakes_thread_blocked_after),
+		cmocka_unit_test(user_event_added_and_triggered_without_free_descriptor_wakes_thread),
+		cmocka_unit_test(regular_file_read_added_without_free_descriptor_fails_or_reports_growth),
+		cmocka_unit_test(closed_write_number_kept_by_dup_without_free_descriptor_does_not_spin),
+		cmocka_unit_test(scanned_closed_write_number_kept_by_dup_without_free_descriptor_does_not_spin),
+		cmocka_unit_test(closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
+		cmocka_unit_test(scanned_closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
+		cmocka_unit_test(user_added_with_few_descriptors_free_reports_or_fails),
+		cmocka_unit_test(timer_added_with_few_descriptors_free_reports_or_fails),
+		cmocka_unit_test(signal_added_with_few_descriptors_free_reports_or_fails),
+		cmocka_unit_test(file_read_added_with_few_descriptors_free_reports_or_fails),
+		cmocka_unit_test(file_read_clear_added_with_few_descriptors_free_reports_or_fails),
+		cmocka_unit_test(vnode_added_with_few_descriptors_free_reports_or_fails),
+		cmocka_unit_test(proc_added_with_few_descriptors_free_reports_or_fails),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

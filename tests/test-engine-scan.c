@@ -1,0 +1,555 @@
+/*
+ * test-engine-scan.c -- regression tests of the collection loop of one
+ * thread: an event that becomes ready after any number of empty kevent()
+ * calls is reported (no call-counter wrap loses it), and a kevent() with a
+ * zero timeout over many ready level-triggered, EV_CLEAR or EV_DISPATCH
+ * registrations returns min(ready, nevents) events at once, never one
+ * (ident, filter) twice in a call, and round-robins over the ready ones.
+ *
+ * FreeBSD reference: kqueue_scan() keeps no per-call counter that can
+ * wrap; an activation queues the knote and the next scan copies it out.
+ * A scan copies out up to nevents queued knotes; a level-triggered knote
+ * that is still active is re-queued at the tail (after the scan's
+ * marker), so it is not reported twice in one call and successive calls
+ * with a small eventlist walk through all ready knotes.  EV_CLEAR and
+ * EV_DISPATCH knotes are dequeued once reported.
+ */
+#include "engine-helpers.h"
+
+/* ------------------------------------------------------------------ */
+/* 1. Events after many empty calls                                   */
+/* ------------------------------------------------------------------ */
+
+#define SW_CALLS	200000
+
+/*
+ * After exactly `empty` zero-timeout kevent() calls that return nothing,
+ * one byte written to the peer must be reported by the next call (allow
+ * two).
+ */
+static void
+byte_after_empty_polls_is_reported(unsigned short mode, int empty)
+{
+	struct kevent ev[4];
+	int kq, sv[2], i, r, got = 0, call;
+	char ch;
+
+	t_watchdog(20);
+	kq = t_new_kq();
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	t_track(sv[0]);
+	t_track(sv[1]);
+	t_change(kq, sv[0], EVFILT_READ, EV_ADD | mode, 0, 0, NULL);
+	for (i = 0; i < empty; i++) {
+		r = kevent(kq, NULL, 0, ev, 4, &t_zero);
+		if (r != 0)
+			fprintf(stderr, "empty poll %d returned %d\n", i, r);
+		assert_int_equal(r, 0);
+	}
+	assert_int_equal(send(sv[1], "x", 1, MSG_NOSIGNAL), 1);
+	for (call = 1; call <= 2 && !got; call++) {
+		r = kevent(kq, NULL, 0, ev, 4, &t_zero);
+		assert_true(r >= 0);
+		for (i = 0; i < r; i++)
+			if (ev[i].ident == (uintptr_t)sv[0] &&
+			    ev[i].filter == EVFILT_READ)
+				got = 1;
+	}
+	if (!got)
+		fprintf(stderr, "byte written after %d empty polls (%s) not "
+		    "reported by the next two calls\n", empty,
+		    mode ? "EV_CLEAR" : "level");
+	assert_true(got);
+	assert_int_equal(recv(sv[0], &ch, 1, MSG_DONTWAIT), 1);
+	alarm(0);
+	t_close_tracked();
+}
+
+static void
+edge_after_65534_empty_polls_is_reported(void **state)
+{
+	(void)state;
+	byte_after_empty_polls_is_reported(EV_CLEAR, 65534);
+}
+
+static void
+level_after_65534_empty_polls_is_reported(void **state)
+{
+	(void)state;
+	byte_after_empty_polls_is_reported(0, 65534);
+}
+
+static void
+edge_after_131070_empty_polls_is_reported(void **state)
+{
+	(void)state;
+	byte_after_empty_polls_is_reported(EV_CLEAR, 131070);
+}
+
+/*
+ * The sweep: SW_CALLS zero-timeout calls; before call number b of a set of
+ * boundaries (every power of two, and the calls around 65536, 131072 and
+ * 196608), one byte is written to socket "every" (which gets a byte at
+ * every boundary) and to the boundary's own socket (which gets that one
+ * byte only, so its knote was last reported long ago, or never).  Each
+ * byte must be reported by call b or b+1, and is then read; a socket is
+ * never reported when no byte is pending.
+ */
+static const int sw_extra[] = {
+	65533, 65534, 65535, 65536, 65537,
+	131069, 131070, 131071, 131072, 131073,
+	196605, 196606, 196607, 196608, 196609,
+};
+
+#define SW_MAXB	64
+
+struct sw_sock {
+	int	 sv[2];
+	int	 pending;	/* call number of the unreported byte, or 0 */
+	int	 boundary;	/* its own boundary (0: the "every" socket) */
+};
+
+static void
+edge_sweep(unsigned short mode)
+{
+	static struct sw_sock s[SW_MAXB + 1];
+	int bounds[SW_MAXB], nb = 0, kq, call, i, j, r, bi;
+	int lost = 0, spurious = 0, nlost_shown = 0;
+	struct kevent ev[8];
+
+	t_watchdog(20);
+	for (i = 1; i <= SW_CALLS; i *= 2)
+		bounds[nb++] = i;
+	for (j = 0; j < (int)(sizeof(sw_extra) / sizeof(sw_extra[0])); j++) {
+		for (i = 0; i < nb; i++)
+			if (bounds[i] == sw_extra[j])
+				break;
+		if (i == nb)
+			bounds[nb++] = sw_extra[j];
+	}
+	/* sort */
+	for (i = 1; i < nb; i++)
+		for (j = i; j > 0 && bounds[j - 1] > bounds[j]; j--) {
+			int t = bounds[j];
+
+			bounds[j] = bounds[j - 1];
+			bounds[j - 1] = t;
+		}
+	assert_true(nb <= SW_MAXB);
+
+	assert_true((kq = kqueue()) >= 0);
+	for (i = 0; i <= nb; i++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, s[i].sv), 0);
+		s[i].pending = 0;
+		s[i].boundary = i == 0 ? 0 : bounds[i - 1];
+		t_change(kq, s[i].sv[0], EVFILT_READ, EV_ADD | mode, 0, 0,
+		    (void *)(intptr_t)i);
+	}
+
+	bi = 0;
+	for (call = 1; call <= SW_CALLS; call++) {
+		if (bi < nb && bounds[bi] == call) {
+			assert_int_equal(send(s[0].sv[1], "e", 1, MSG_NOSIGNAL), 1);
+			if (s[0].pending == 0)
+				s[0].pending = call;
+			assert_int_equal(send(s[bi + 1].sv[1], "b", 1,
+			    MSG_NOSIGNAL), 1);
+			s[bi + 1].pending = call;
+			bi++;
+		}
+		r = kevent(kq, NULL, 0, ev, 8, &t_zero);
+		if (r < 0)
+			fprintf(stderr, "call %d: %s\n", call, strerror(errno));
+		assert_true(r >= 0);
+		for (i = 0; i < r; i++) {
+			intptr_t k = (intptr_t)ev[i].udata;
+			char buf[8];
+
+			assert_true(k >= 0 && k <= nb);
+			assert_int_equal(ev[i].ident, s[k].sv[0]);
+			if (s[k].pending == 0) {
+				if (spurious++ < 5)
+					fprintf(stderr, "call %d: socket of "
+					    "boundary %d reported with nothing "
+					    "pending\n", call, s[k].boundary);
+				continue;
+			}
+			while (recv(s[k].sv[0], buf, sizeof(buf),
+			    MSG_DONTWAIT) > 0)
+				;
+			s[k].pending = 0;
+		}
+		for (i = 0; i <= nb; i++) {
+			if (s[i].pending == 0 || call - s[i].pending < 1)
+				continue;
+			/* written before call `pending`: that call or the
+			   next must have reported it */
+			if (call >= s[i].pending + 1) {
+				char buf[8];
+
+				if (nlost_shown++ < 12)
+					fprintf(stderr, "%s: byte written before"
+					    " call %d (socket %s %d) not reported"
+					    " by calls %d..%d\n",
+					    mode ? "EV_CLEAR" : "level",
+					    s[i].pending, i == 0 ? "every" :
+					    "of boundary", i == 0 ?
+					    s[i].pending : s[i].boundary,
+					    s[i].pending, call);
+				lost++;
+				while (recv(s[i].sv[0], buf, sizeof(buf),
+				    MSG_DONTWAIT) > 0)
+					;
+				s[i].pending = 0;
+			}
+		}
+	}
+	alarm(0);
+	for (i = 0; i <= nb; i++) {
+		close(s[i].sv[0]);
+		close(s[i].sv[1]);
+	}
+	close(kq);
+	if (lost || spurious)
+		fprintf(stderr, "%s sweep: %d bytes lost, %d spurious reports "
+		    "over %d boundaries\n", mode ? "EV_CLEAR" : "level", lost,
+		    spurious, nb);
+	assert_int_equal(lost, 0);
+	assert_int_equal(spurious, 0);
+}
+
+static void
+edge_at_every_boundary_of_200000_polls_is_reported(void **state)
+{
+	(void)state;
+	edge_sweep(EV_CLEAR);
+}
+
+static void
+level_at_every_boundary_of_200000_polls_is_reported(void **state)
+{
+	(void)state;
+	edge_sweep(0);
+}
+
+/* ------------------------------------------------------------------ */
+/* 2. Many ready registrations, one collecting thread                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * `ready` socketpairs; EVFILT_WRITE on one end of each (always writable).
+ * Modes: level-triggered, EV_CLEAR, EV_DISPATCH.
+ */
+enum { M_LEVEL, M_CLEAR, M_DISPATCH };
+static const char *const mode_name[] = { "level", "clear", "dispatch" };
+
+struct busy {
+	int	 ready;
+	int	 mode;
+	char	 name[96];
+};
+
+struct busy_set {
+	int	 kq;
+	int	 n;
+	int	*wfd;		/* [n] the watched ends */
+	int	*pfd;		/* [n] the peers */
+	int	*index;		/* descriptor number -> index, or -1 */
+	int	 maxfd;
+	int	*stamp;		/* [n] last call that reported it */
+	int	*lastseen;	/* [n] last call that reported it (round robin) */
+	struct kevent *ev;
+};
+
+static void
+busy_open(struct busy_set *b, int ready)
+{
+	int i, sv[2];
+
+	memset(b, 0, sizeof(*b));
+	b->n = ready;
+	b->wfd = calloc((size_t)ready, sizeof(int));
+	b->pfd = calloc((size_t)ready, sizeof(int));
+	b->stamp = calloc((size_t)ready, sizeof(int));
+	b->lastseen = calloc((size_t)ready, sizeof(int));
+	b->ev = calloc((size_t)(3 * ready + 5 + 520), sizeof(struct kevent));
+	E_CHECK(b->wfd && b->pfd && b->stamp && b->lastseen && b->ev, "calloc");
+	for (i = 0; i < ready; i++) {
+		E_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0,
+		    "socketpair %d: %s", i, strerror(errno));
+		b->wfd[i] = sv[0];
+		b->pfd[i] = sv[1];
+		if (sv[0] > b->maxfd)
+			b->maxfd = sv[0];
+	}
+	b->index = malloc(sizeof(int) * (size_t)(b->maxfd + 1));
+	E_CHECK(b->index != NULL, "malloc");
+	for (i = 0; i <= b->maxfd; i++)
+		b->index[i] = -1;
+	for (i = 0; i < ready; i++)
+		b->index[b->wfd[i]] = i;
+	b->kq = -1;
+}
+
+static void
+busy_register(struct busy_set *b, int mode)
+{
+	static const unsigned short fl[] = { 0, EV_CLEAR, EV_DISPATCH };
+	struct kevent *ch;
+	int i;
+
+	E_SYS(b->kq = kqueue());
+	ch = calloc((size_t)b->n, sizeof(*ch));
+	E_CHECK(ch != NULL, "calloc");
+	for (i = 0; i < b->n; i++)
+		EV_SET(&ch[i], b->wfd[i], EVFILT_WRITE, EV_ADD | fl[mode], 0, 0,
+		    (void *)(intptr_t)i);
+	E_CHECK(kevent(b->kq, ch, b->n, NULL, 0, NULL) == 0,
+	    "registering %d sockets: %s", b->n, strerror(errno));
+	free(ch);
+	for (i = 0; i < b->n; i++) {
+		b->stamp[i] = 0;
+		b->lastseen[i] = 0;
+	}
+}
+
+/*
+ * One zero-timeout call with room for nevents.  Checks the count against
+ * `expect`, that every entry is a watched descriptor's EVFILT_WRITE, not
+ * an error, and that no descriptor appears twice.  call is a unique
+ * number >0 for the stamps.  Returns the count.
+ */
+static char busy_what[200];
+
+/* A zero-timeout kevent() that has not returned after 3 s: say which. */
+static void
+busy_on_alarm(int sig)
+{
+	static const char m[] = "HUNG: a zero-timeout kevent() did not return"
+	    " within 3 s: ";
+	ssize_t w;
+
+	(void)sig;
+	w = write(2, m, sizeof(m) - 1);
+	w = write(2, busy_what, strlen(busy_what));
+	w = write(2, "\n", 1);
+	(void)w;
+	_exit(1);
+}
+
+static int
+busy_call(struct busy_set *b, int nevents, int expect, int call,
+    const char *what)
+{
+	int64_t t0 = e_now_ms();
+	int r, i;
+
+	snprintf(busy_what, sizeof(busy_what), "%s, call %d", what, call);
+	signal(SIGALRM, busy_on_alarm);
+	alarm(3);
+	r = kevent(b->kq, NULL, 0, b->ev, nevents, &t_zero);
+	alarm(0);
+	E_CHECK(r >= 0, "%s: kevent: %s", what, strerror(errno));
+	E_CHECK(e_now_ms() - t0 < 5000, "%s: a zero-timeout kevent() took "
+	    "%jd ms", what, (intmax_t)(e_now_ms() - t0));
+	E_CHECK(r == expect, "%s: call %d with room for %d returned %d, "
+	    "expected %d", what, call, nevents, r, expect);
+	for (i = 0; i < r; i++) {
+		struct kevent *e = &b->ev[i];
+		intptr_t k = (intptr_t)e->udata;
+
+		E_CHECK(!(e->flags & EV_ERROR), "%s: error entry data=%jd",
+		    what, (intmax_t)e->data);
+		E_CHECK(e->filter == EVFILT_WRITE, "%s: filter %d", what,
+		    e->filter);
+		E_CHECK(e->ident <= (uintptr_t)b->maxfd &&
+		    b->index[e->ident] >= 0 && b->index[e->ident] == k,
+		    "%s: unknown ident %ju udata %jd", what,
+		    (uintmax_t)e->ident, (intmax_t)k);
+		E_CHECK(b->stamp[k] != call, "%s: call %d reported "
+		    "descriptor %ju twice", what, call, (uintmax_t)e->ident);
+		b->stamp[k] = call;
+	}
+	return r;
+}
+
+static void
+busy_close(struct busy_set *b)
+{
+	int i;
+
+	if (b->kq >= 0)
+		close(b->kq);
+	for (i = 0; i < b->n; i++) {
+		close(b->wfd[i]);
+		close(b->pfd[i]);
+	}
+	free(b->wfd);
+	free(b->pfd);
+	free(b->stamp);
+	free(b->lastseen);
+	free(b->index);
+	free(b->ev);
+}
+
+static int
+busy_sizes(int ready, int *sz)
+{
+	int cand[] = { 1, 2, ready - 1, ready, ready + 1, 511, 512, 513,
+	    2 * ready, 3 * ready + 5 };
+	int n = 0, i, j;
+
+	for (i = 0; i < (int)(sizeof(cand) / sizeof(cand[0])); i++) {
+		if (cand[i] < 1)
+			continue;
+		for (j = 0; j < n; j++)
+			if (sz[j] == cand[i])
+				break;
+		if (j == n)
+			sz[n++] = cand[i];
+	}
+	return n;
+}
+
+static int
+busy_child(void *arg)
+{
+	const struct busy *p = arg;
+	struct busy_set b;
+	int sizes[16], ns, si, call = 0;
+	char what[160];
+
+	busy_open(&b, p->ready);
+	ns = busy_sizes(p->ready, sizes);
+	for (si = 0; si < ns; si++) {
+		int nev = sizes[si], calls, c, i, total = 0;
+
+		busy_register(&b, p->mode);
+		snprintf(what, sizeof(what), "%s, %d ready, room for %d",
+		    mode_name[p->mode], p->ready, nev);
+		calls = (p->ready + nev - 1) / nev + 1;
+		for (c = 1; c <= calls; c++) {
+			int expect, r;
+
+			if (p->mode == M_LEVEL)
+				expect = p->ready < nev ? p->ready : nev;
+			else {
+				int left = p->ready - total;
+
+				expect = left < nev ? left : nev;
+			}
+			r = busy_call(&b, nev, expect, ++call, what);
+			total += r;
+			for (i = 0; i < r; i++)
+				b.lastseen[(intptr_t)b.ev[i].udata] = c;
+		}
+		/* every descriptor reported within ceil(ready/nevents)+1 calls */
+		for (i = 0; i < p->ready; i++)
+			E_CHECK(b.lastseen[i] != 0, "%s: descriptor %d never "
+			    "reported in %d calls (round robin)", what,
+			    b.wfd[i], calls);
+		if (p->mode != M_LEVEL) {
+			E_CHECK(total == p->ready, "%s: %d reports in all, "
+			    "expected each of %d once", what, total, p->ready);
+			/* nothing more until new activity / EV_ENABLE */
+			(void)busy_call(&b, nev, 0, ++call, what);
+		}
+		if (p->mode == M_DISPATCH) {
+			/* re-enable all: each is reported once more */
+			struct kevent *ch = calloc((size_t)p->ready, sizeof(*ch));
+
+			E_CHECK(ch != NULL, "calloc");
+			for (i = 0; i < p->ready; i++)
+				EV_SET(&ch[i], b.wfd[i], EVFILT_WRITE, EV_ENABLE,
+				    0, 0, (void *)(intptr_t)i);
+			E_CHECK(kevent(b.kq, ch, p->ready, NULL, 0, NULL) == 0,
+			    "%s: EV_ENABLE: %s", what, strerror(errno));
+			free(ch);
+			total = 0;
+			for (c = 1; c <= calls - 1; c++) {
+				int left = p->ready - total;
+
+				total += busy_call(&b, nev, left < nev ? left :
+				    nev, ++call, what);
+			}
+			E_CHECK(total == p->ready, "%s: after EV_ENABLE %d "
+			    "reports, expected %d", what, total, p->ready);
+		}
+		close(b.kq);
+		b.kq = -1;
+	}
+	busy_close(&b);
+	return 0;
+}
+
+static void
+busy_test(void **state)
+{
+	struct busy *p = *state;
+
+	E_RUN(busy_child, p, 20);
+}
+
+/* The reported case: 600 ready level-triggered sockets, room for 1700. */
+static int
+six_hundred_child(void *arg)
+{
+	struct busy_set b;
+
+	(void)arg;
+	busy_open(&b, 600);
+	busy_register(&b, M_LEVEL);
+	(void)busy_call(&b, 1700, 600, 1, "600 ready, room for 1700");
+	(void)busy_call(&b, 1700, 600, 2, "600 ready, room for 1700, again");
+	busy_close(&b);
+	return 0;
+}
+
+static void
+six_hundred_ready_sockets_returned_at_once_with_room_for_1700(void **state)
+{
+	(void)state;
+	E_RUN(six_hundred_child, NULL, 20);
+}
+
+static const int busy_ready[] = {
+	1, 2, 100, 255, 256, 257, 511, 512, 513, 600, 1023, 1024, 1025, 2000,
+	4000,
+};
+
+#define NBUSY	((int)(sizeof(busy_ready) / sizeof(busy_ready[0])) * 3)
+
+int
+main(void)
+{
+	static struct busy params[NBUSY];
+	struct CMUnitTest tests[8 + NBUSY];
+	int n = 0, i, m;
+
+	memset(tests, 0, sizeof(tests));
+#define ADD(f) do { tests[n].name = #f; tests[n].test_func = f; n++; } while (0)
+	ADD(edge_after_65534_empty_polls_is_reported);
+	ADD(level_after_65534_empty_polls_is_reported);
+	ADD(edge_after_131070_empty_polls_is_reported);
+	ADD(edge_at_every_boundary_of_200000_polls_is_reported);
+	ADD(level_at_every_boundary_of_200000_polls_is_reported);
+	ADD(six_hundred_ready_sockets_returned_at_once_with_room_for_1700);
+#undef ADD
+	for (m = 0; m < 3; m++)
+		for (i = 0; i < NBUSY / 3; i++) {
+			struct busy *p = &params[m * (NBUSY / 3) + i];
+
+			p->ready = busy_ready[i];
+			p->mode = m;
+			snprintf(p->name, sizeof(p->name),
+			    "%s_%d_ready_each_call_returns_min_ready_nevents"
+			    "_and_round_robins", mode_name[m], p->ready);
+			tests[n].name = p->name;
+			tests[n].test_func = busy_test;
+			tests[n].initial_state = p;
+			n++;
+		}
+	signal(SIGPIPE, SIG_IGN);
+	return _cmocka_run_group_tests("test-engine-scan", tests, (size_t)n,
+	    NULL, NULL);
+}
