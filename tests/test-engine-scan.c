@@ -550,6 +550,6 @@ main(void)
 			n++;
 		}
 	signal(SIGPIPE, SIG_IGN);
-	return _cmocka_run_group_tests("test-engine-scan", tests, (size_t)n,
+	return t_run_group_("test-engine-scan", tests, (size_t)n,
 	    NULL, NULL);
 }

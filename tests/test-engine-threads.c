@@ -978,5 +978,5 @@ main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return t_run_group(tests, NULL, NULL);
 }
