@@ -24,30 +24,14 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC	(1U << 2)
 #endif
-
-/*
- * The operations themselves.  Under ThreadSanitizer they go through its
- * interceptors (which our definitions replace), so that it still sees
- * descriptors closed; otherwise they are the system calls.
- */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define KQ_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define KQ_TSAN 1
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE	(1U << 1)
 #endif
 
-#ifdef KQ_TSAN
-int	__interceptor_close(int);
-int	__interceptor_dup3(int, int, int);
-#define sys_close(fd)		__interceptor_close(fd)
-#define sys_dup3(o, n, f)	__interceptor_dup3(o, n, f)
-#else
-#define sys_close(fd)		((int)syscall(SYS_close, fd))
-#define sys_dup3(o, n, f)	((int)syscall(SYS_dup3, o, n, f))
-#endif
+/* The operations themselves (kq_int.h: through TSan's interceptors in
+   TSan builds, so that it still sees descriptors closed). */
+#define sys_close(fd)		kq_close_raw(fd)
+#define sys_dup3(o, n, f)	kq_dup3_raw(o, n, f)
 
 /* The operation that closes or replaces number fd. */
 struct kq_closer {
@@ -161,7 +145,10 @@ kq_retire_range(unsigned int first, unsigned int last)
 KQ_EXPORT int
 close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (!((unsigned int)flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+	/* CLOSE_RANGE_UNSHARE closes in a private copy of the table: the
+	   kqueues of the threads that keep the shared one stay. */
+	if (!((unsigned int)flags & (CLOSE_RANGE_CLOEXEC |
+	    CLOSE_RANGE_UNSHARE)) && first <= last)
 		kq_retire_range(first, last);
 	return (int)syscall(SYS_close_range, first, last, flags);
 }

@@ -133,7 +133,7 @@ fd_info_field(int fd, const char *key, int base, unsigned long long *val)
 	if (pfd < 0)
 		return 0;
 	n = read(pfd, buf, sizeof(buf) - 1);
-	close(pfd);
+	kq_close_raw(pfd);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;

@@ -193,8 +193,13 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 		}
 		ev.events = fdreg_events(chain->kn_reg & R_MODEMASK);
 		ev.data.u64 = (uint64_t)(unsigned)fd;
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			/* Out of memory or of max_user_watches: the rebuild
+			   fails (kevent's error), the knotes stay. */
+			if (errno == ENOMEM || errno == ENOSPC)
+				return errno;
 			knote_drop_fd(kq, fd);
+		}
 	}
 	for (s = 0; kq->kq_hashmask != 0 && (size_t)s <= kq->kq_hashmask;
 	    s++) {

@@ -150,7 +150,7 @@ proc_stat_status(pid_t pid, int64_t *status)
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	kq_close_raw(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -589,7 +589,7 @@ proc_cn_open(struct kqueue *kq)
 	src->ks_fini = proc_cn_fini;
 	return 0;
 fail:
-	close(fd);
+	kq_close_raw(fd);
 	return e;
 }
 
@@ -660,7 +660,7 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 	if (kq_pidfd_exited(fd)) {
 		if (!(kn->kn_sfflags & NOTE_EXIT)) {
 			/* FreeBSD finds a zombie only for NOTE_EXIT. */
-			close(fd);
+			kq_close_raw(fd);
 			return ESRCH;
 		}
 		pn->pn_state |= PN_ZOMBIE;
@@ -670,7 +670,7 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 	/* Edge-triggered: an exited process fires once, here if a zombie. */
 	e = kq_knsrc_add(kq, kn, fd, EPOLLIN);
 	if (e != 0) {
-		close(fd);
+		kq_close_raw(fd);
 		pn->pn_pidfd = -1;
 		return e;
 	}
@@ -684,7 +684,7 @@ filt_procdetach(struct kqueue *kq, struct knote *kn)
 
 	if (pn->pn_pidfd >= 0) {
 		kq_knsrc_del(kq, pn->pn_pidfd);
-		close(pn->pn_pidfd);
+		kq_close_raw(pn->pn_pidfd);
 		pn->pn_pidfd = -1;
 	}
 	return 0;

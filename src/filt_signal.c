@@ -86,7 +86,7 @@ sig_source(struct kqueue *kq, int *error)
 	*error = kq_src_add_ev(kq, KQ_SRC_SIGNAL, fd, EPOLLIN | EPOLLET,
 	    sig_ready);
 	if (*error != 0) {
-		close(fd);
+		kq_close_raw(fd);
 		free(set);
 		return NULL;
 	}

@@ -262,7 +262,7 @@ timer_source(struct kqueue *kq, int *error)
 	}
 	*error = kq_src_add(kq, KQ_SRC_TIMER, fd, timer_ready);
 	if (*error != 0) {
-		close(fd);
+		kq_close_raw(fd);
 		free(h);
 		return NULL;
 	}

@@ -231,7 +231,7 @@ mounts_track(struct kqueue *kq, struct vnote *vn)
 		    kq_src_add_ev(kq, KQ_SRC_MOUNT, fd, EPOLLPRI,
 		    mounts_ready) != 0) {
 			free(m);
-			close(fd);
+			kq_close_raw(fd);
 			return;
 		}
 		src->ks_arg = m;

@@ -462,7 +462,7 @@ inot_get(struct kqueue *kq, int *error)
 		}
 		e = kq_src_add(kq, KQ_SRC_INOTIFY, fd, kq_inotify_ready);
 		if (e != 0) {
-			close(fd);
+			kq_close_raw(fd);
 			free(in);
 			*error = e;
 			return NULL;

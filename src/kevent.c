@@ -471,13 +471,25 @@ kq_rebuild(struct kqueue *kq)
 	if (nfd < 0)
 		return errno;
 	if ((e = fdreg_readd_all(kq, nfd)) == 0) {
-		if (syscall(SYS_dup3, nfd, kq->kq_fd,
+		struct epoll_event ev;
+
+		/*
+		 * Threads blocked in epoll_wait() sleep on the old set, which
+		 * nothing will wake any more: make the doorbell's registration
+		 * there permanently ready (an eventfd is always writable), so
+		 * each of them wakes in turn and goes on with the new set.
+		 */
+		ev.events = EPOLLIN | EPOLLOUT;
+		ev.data.u64 = KQ_SRCKEY | KQ_SRC_BELL;
+		(void)ksys_epoll_ctl(kq->kq_fd, EPOLL_CTL_MOD,
+		    kq->kq_src[KQ_SRC_BELL].ks_fd, &ev);
+		if (kq_dup3_raw(nfd, kq->kq_fd,
 		    (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
 			kq->kq_regseq++;
 		else
 			e = errno;
 	}
-	close(nfd);
+	kq_close_raw(nfd);
 	return e;
 }
 

@@ -261,7 +261,7 @@ kq_bell_create(struct kqueue *kq)
 	if (fd < 0)
 		return errno;
 	if ((e = kq_src_add(kq, KQ_SRC_BELL, fd, kq_bell_ready)) != 0) {
-		close(fd);
+		kq_close_raw(fd);
 		return e;
 	}
 	kq->kq_bell_rung = 0;

@@ -33,6 +33,47 @@
 #define KQ_EXPORT	__attribute__((visibility("default")))
 
 /*
+ * kq_close_raw(fd): close a descriptor kq owns (internal sources, pidfds,
+ * temporaries) without going through close.c's close(), which may take a
+ * kqueue's lock: internal closes happen with a kq_lock held.  Under
+ * ThreadSanitizer it goes through TSan's interceptor, so that TSan still
+ * sees the descriptor closed.
+ */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KQ_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define KQ_TSAN 1
+#endif
+#include <unistd.h>
+#include <sys/syscall.h>
+#ifdef KQ_TSAN
+int	__interceptor_close(int);
+int	__interceptor_dup3(int, int, int);
+#endif
+static inline int
+kq_close_raw(int fd)
+{
+#ifdef KQ_TSAN
+	return __interceptor_close(fd);
+#else
+	return (int)syscall(SYS_close, fd);
+#endif
+}
+
+static inline int
+kq_dup3_raw(int oldfd, int newfd, int flags)
+{
+#ifdef KQ_TSAN
+	return __interceptor_dup3(oldfd, newfd, flags);
+#else
+	return (int)syscall(SYS_dup3, oldfd, newfd, flags);
+#endif
+}
+
+/*
  * KQ_ASSERT(cond): an invariant of docs/DESIGN.md.  Checked in debug
  * builds (-DKQ_DEBUG; the ASan+UBSan CI build), where a violation prints
  * where and aborts; compiled out otherwise.

@@ -50,7 +50,7 @@ kqueue_create(int cloexec)
 	if ((e = kq_bell_create(kq)) != 0) {
 		kq->kq_dead = 1;
 		KQ_UNLOCK(kq);
-		close(fd);
+		kq_close_raw(fd);
 		kq_pool_put(kq);
 		errno = e;
 		return -1;
@@ -111,7 +111,7 @@ kq_destroy(struct kqueue *kq)
 		kq->kq_src[s].ks_fini = NULL;
 		kq->kq_src[s].ks_arg = NULL;
 		if (kq->kq_src[s].ks_ready != NULL)
-			close(kq->kq_src[s].ks_fd);
+			kq_close_raw(kq->kq_src[s].ks_fd);
 		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;
 	}

@@ -240,12 +240,12 @@ reg_atfork_child(void)
 			if (kq->kq_dead)
 				kq->kq_fd = -1;
 			else if (kq_owned(kq)) {
-				close(kq->kq_fd);
+				kq_close_raw(kq->kq_fd);
 				kq->kq_fd = -1;
 			}
 			for (s = 0; s < KQ_NSRC; s++)
 				if (kq->kq_src[s].ks_ready != NULL)
-					close(kq->kq_src[s].ks_fd);
+					kq_close_raw(kq->kq_src[s].ks_fd);
 			kq->kq_dead = 1;
 			kq->kq_poolnext = fork_orphans;
 			fork_orphans = kq;

@@ -368,8 +368,8 @@ kq_sig_atfork_child(void)
 		int nfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
 		if (nfd >= 0) {
-			(void)syscall(SYS_dup3, nfd, fd, O_CLOEXEC);
-			close(nfd);
+			(void)kq_dup3_raw(nfd, fd, O_CLOEXEC);
+			kq_close_raw(nfd);
 		}
 	}
 }
