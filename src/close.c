@@ -15,11 +15,13 @@
  * A descriptor that is not a kqueue costs one lock-free registry lookup.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 
 #include "kq_int.h"
+#include "sigshim.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC	(1U << 2)
@@ -68,15 +70,19 @@ kq_retire(int fd, const struct kq_closer *c)
 		kq_release(kq);
 		return closer_run(c, fd);
 	}
+	/* Under reg_lock too: a fork() child sees the number closed and
+	   the kqueue dead, or neither. */
+	kq_reg_lock();
 	r = closer_run(c, fd);
 	e = errno;
 	/* close() frees the number even when it reports an error; a failed
 	   dup3 leaves it as it was, unless the number was not open. */
 	touched = c->op == SYS_close || r >= 0 || fcntl(fd, F_GETFD) < 0;
-	if (touched) {
+	if (touched)
 		kq->kq_dead = 1;
+	kq_reg_unlock();
+	if (touched)
 		kq_bell_ring(kq);	/* sleepers wake and return EBADF */
-	}
 	KQ_UNLOCK(kq);
 	if (touched)
 		kq_registry_forget(fd, kq);
@@ -142,15 +148,104 @@ kq_retire_range(unsigned int first, unsigned int last)
 	}
 }
 
+/*
+ * The descriptors kq itself holds (every kqueue's internal sources and
+ * pidfds, the shared signal eventfd) that lie in [first, last], sorted, in
+ * a malloc()ed array; *n their count.  closefrom() and close_range() must
+ * not close them: kq keeps using them by number, and a kqueue retired by
+ * the range itself closes its own when its last user leaves.
+ */
+static int *
+kq_protected(unsigned int first, unsigned int last, size_t *n)
+{
+	struct kqueue **all;
+	size_t nkq = kq_registry_hold_all(&all), cap = 16, i, k, m;
+	int *v = malloc(cap * sizeof(*v)), fd;
+
+	*n = 0;
+	for (i = 0; i < nkq; i++) {
+		struct kqueue *kq = all[i];
+		int s;
+
+		KQ_LOCK(kq);
+		for (;;) {
+			m = 0;
+			for (s = 0; s < KQ_NSRC; s++)
+				if (kq->kq_src[s].ks_ready != NULL)
+					m++;
+			m += kq_proc_fds(kq, NULL, 0);
+			if (v == NULL || *n + m + 1 <= cap)
+				break;
+			cap = 2 * (*n + m + 1);
+			v = realloc(v, cap * sizeof(*v));
+		}
+		if (v != NULL) {
+			for (s = 0; s < KQ_NSRC; s++)
+				if (kq->kq_src[s].ks_ready != NULL)
+					v[(*n)++] = kq->kq_src[s].ks_fd;
+			*n += kq_proc_fds(kq, v + *n, cap - *n);
+		}
+		KQ_UNLOCK(kq);
+		kq_release(kq);
+	}
+	free(all);
+	if (v == NULL) {
+		*n = 0;
+		return NULL;
+	}
+	if ((fd = kq_sig_evfd_peek()) >= 0)
+		v[(*n)++] = fd;
+	/* Keep those in range, sorted (a handful: insertion sort). */
+	for (i = k = 0; i < *n; i++)
+		if ((unsigned int)v[i] >= first && (unsigned int)v[i] <= last)
+			v[k++] = v[i];
+	*n = k;
+	for (i = 1; i < k; i++)
+		for (m = i; m > 0 && v[m - 1] > v[m]; m--) {
+			fd = v[m];
+			v[m] = v[m - 1];
+			v[m - 1] = fd;
+		}
+	return v;
+}
+
+/* close_range() of [first, last] except kq's own descriptors. */
+static int
+kq_close_gaps(unsigned int first, unsigned int last, int flags)
+{
+	size_t n, i;
+	int *keep = kq_protected(first, last, &n), r = 0;
+	unsigned int lo = first;
+
+	for (i = 0; i < n && r == 0; i++) {
+		unsigned int p = (unsigned int)keep[i];
+
+		if (p > lo)
+			r = (int)syscall(SYS_close_range, lo, p - 1, flags);
+		if (p >= lo)
+			lo = p + 1;
+		if (lo == 0)	/* p was ~0U */
+			break;
+	}
+	if (r == 0 && lo != 0 && lo <= last)
+		r = (int)syscall(SYS_close_range, lo, last, flags);
+	free(keep);
+	return r;
+}
+
 KQ_EXPORT int
 close_range(unsigned int first, unsigned int last, int flags)
 {
-	/* CLOSE_RANGE_UNSHARE closes in a private copy of the table: the
-	   kqueues of the threads that keep the shared one stay. */
-	if (!((unsigned int)flags & (CLOSE_RANGE_CLOEXEC |
-	    CLOSE_RANGE_UNSHARE)) && first <= last)
-		kq_retire_range(first, last);
-	return (int)syscall(SYS_close_range, first, last, flags);
+	/*
+	 * CLOSE_RANGE_UNSHARE closes in a private copy of the table: the
+	 * kqueues of the threads that keep the shared one stay, and the
+	 * copy needs nothing of kq's.  CLOSE_RANGE_CLOEXEC closes nothing.
+	 */
+	if (((unsigned int)flags & (CLOSE_RANGE_CLOEXEC |
+	    CLOSE_RANGE_UNSHARE)) || first > last)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	kq_retire_range(first, last);
+	return kq_close_gaps(first, last, flags);
 }
 
 KQ_EXPORT void
@@ -159,9 +254,5 @@ closefrom(int lowfd)
 	if (lowfd < 0)
 		lowfd = 0;
 	kq_retire_range((unsigned int)lowfd, ~0U);
-	if (syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0) == 0)
-		return;
-	/* No close_range (Linux < 5.9): close one by one, as glibc does. */
-	for (long fd = lowfd, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
-		(void)sys_close((int)fd);
+	(void)kq_close_gaps((unsigned int)lowfd, ~0U, 0);	/* Linux >= 5.9 */
 }

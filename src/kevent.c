@@ -467,9 +467,13 @@ kq_rebuild(struct kqueue *kq)
 	fl = fcntl(kq->kq_fd, F_GETFD);
 	if (fl < 0)
 		return errno;
+	kq_reg_lock();		/* no fork() child inherits nfd */
 	nfd = epoll_create1(EPOLL_CLOEXEC);
-	if (nfd < 0)
-		return errno;
+	if (nfd < 0) {
+		e = errno;
+		kq_reg_unlock();
+		return e;
+	}
 	if ((e = fdreg_readd_all(kq, nfd)) == 0) {
 		struct epoll_event ev;
 
@@ -490,6 +494,7 @@ kq_rebuild(struct kqueue *kq)
 			e = errno;
 	}
 	kq_close_raw(nfd);
+	kq_reg_unlock();
 	return e;
 }
 

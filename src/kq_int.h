@@ -253,6 +253,8 @@ struct kqueue {
 					   timer (EVFILT_EMPTY) */
 	struct kqsrc	 kq_src[KQ_NSRC];
 	struct kqueue	*kq_poolnext;	/* registry pool link */
+	struct kqueue	*kq_allnext;	/* the list of every live kqueue */
+	struct kqueue	**kq_allprev;	/* (registry.c, under reg_lock) */
 };
 
 /*
@@ -342,13 +344,19 @@ kq_registry_peek(int fd)
 }
 
 struct kqueue	*kq_registry_acquire(int fd);
-void		 kq_registry_insert(int fd, struct kqueue *kq);
+struct kqueue	*kq_registry_insert_locked(int fd, struct kqueue *kq);
+void		 kq_registry_drop_old(struct kqueue *old);
+void		 kq_reg_lock(void);
+void		 kq_reg_unlock(void);
 void		 kq_registry_forget(int fd, struct kqueue *kq);
 int		 kq_ref_try(struct kqueue *kq);
 void		 kq_release(struct kqueue *kq);
 struct kqueue	*kq_pool_get(void);
 void		 kq_pool_put(struct kqueue *kq);
 struct kqueue	*kq_registry_find_alias(int fd);
+size_t		 kq_registry_hold_all(struct kqueue ***out);
+void		 kq_all_add(struct kqueue *kq);
+void		 kq_all_remove_locked(struct kqueue *kq);
 int		 kq_registry_orphan(int fd);
 
 /* fdprobe.c */
@@ -439,6 +447,7 @@ extern const struct filterops timer_filtops;	/* filt_timer.c */
 extern const struct filterops user_filtops;	/* filt_user.c */
 extern const struct filterops sig_filtops;	/* filt_signal.c */
 extern const struct filterops proc_filtops;	/* filt_proc.c */
+size_t		 kq_proc_fds(struct kqueue *, int *buf, size_t max);
 extern const struct filterops procdesc_filtops;	/* filt_procdesc.c */
 extern const struct filterops vnode_filtops;	/* filt_vnode.c */
 

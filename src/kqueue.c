@@ -22,7 +22,7 @@
 static int
 kqueue_create(int cloexec)
 {
-	struct kqueue *kq;
+	struct kqueue *kq, *old;
 	int fd, s, e;
 
 	kq = kq_pool_get();
@@ -30,9 +30,16 @@ kqueue_create(int cloexec)
 		errno = ENOMEM;
 		return -1;
 	}
+	/*
+	 * reg_lock from the epoll descriptor's creation to its publication:
+	 * the fork handler takes it, so a child never inherits a kqueue
+	 * half made (its descriptors unknown to the handler).
+	 */
+	kq_reg_lock();
 	fd = epoll_create1(cloexec ? EPOLL_CLOEXEC : 0);
 	if (fd < 0) {
 		e = errno;
+		kq_reg_unlock();
 		kq_pool_put(kq);
 		errno = e;
 		return -1;
@@ -51,13 +58,17 @@ kqueue_create(int cloexec)
 		kq->kq_dead = 1;
 		KQ_UNLOCK(kq);
 		kq_close_raw(fd);
+		kq_reg_unlock();
 		kq_pool_put(kq);
 		errno = e;
 		return -1;
 	}
 	atomic_store_explicit(&kq->kq_refs, 1, memory_order_release);
 	KQ_UNLOCK(kq);
-	kq_registry_insert(fd, kq);
+	kq_all_add(kq);
+	old = kq_registry_insert_locked(fd, kq);
+	kq_reg_unlock();
+	kq_registry_drop_old(old);
 	return fd;
 }
 
@@ -105,6 +116,12 @@ kq_destroy(struct kqueue *kq)
 	KQ_LOCK(kq);
 	kq->kq_dead = 1;
 	kq_free_all(kq);
+	/*
+	 * The internal descriptors are closed and the kqueue leaves the list
+	 * of live ones under reg_lock, which fork() waits for: a child sees
+	 * either all of them open and the kqueue listed, or neither.
+	 */
+	kq_reg_lock();
 	for (s = 0; s < KQ_NSRC; s++) {
 		if (kq->kq_src[s].ks_fini != NULL)
 			kq->kq_src[s].ks_fini(kq, &kq->kq_src[s]);
@@ -115,6 +132,8 @@ kq_destroy(struct kqueue *kq)
 		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;
 	}
+	kq_all_remove_locked(kq);
+	kq_reg_unlock();
 	kq->kq_bell_rung = 0;
 	KQ_UNLOCK(kq);
 	kq_pool_put(kq);

@@ -20,8 +20,12 @@
  * kqueue() got the same number (the user closed the old one), or a
  * system call on the epoll descriptor failed with EBADF/EINVAL.
  *
- * reg_lock (a mutex) serialises insertions, chunk allocation and the pool;
- * it is never taken by kevent() on the hot path.
+ * reg_lock (a mutex) serialises insertions, chunk allocation, the pool and
+ * the list of live kqueues, and is held wherever a kqueue's descriptors
+ * are created or closed (kqueue(), kq_retire, kq_destroy, kq_rebuild), so
+ * that the fork handler, which takes it, sees them consistently.  It may be
+ * taken with a kq_lock held; with it held, only a brand-new kqueue's lock
+ * is taken.  It is never taken by kevent() on the hot path.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -118,25 +122,93 @@ reg_init(void)
 	    reg_atfork_child);
 }
 
-/*
- * Publish kq as the kqueue of descriptor fd.  A kqueue previously mapped
- * at that number was closed by the application (the kernel handed the
- * number out again): forget it.
- */
-void
-kq_registry_insert(int fd, struct kqueue *kq)
-{
-	_Atomic(struct kqueue *) *slot;
-	struct kqueue *old = NULL;
+/* Every live kqueue object (created, not yet destroyed), under reg_lock. */
+static struct kqueue *kq_all;
 
+void
+kq_reg_lock(void)
+{
+	pthread_once(&reg_once, reg_init);
 	pthread_mutex_lock(&reg_lock);
-	slot = reg_slot(fd, 1);
-	if (slot != NULL)
-		old = atomic_exchange_explicit(slot, kq, memory_order_acq_rel);
+}
+
+void
+kq_reg_unlock(void)
+{
 	pthread_mutex_unlock(&reg_lock);
+}
+
+/* Link a new kqueue on the list of live ones.  reg_lock held. */
+void
+kq_all_add(struct kqueue *kq)
+{
+	kq->kq_allnext = kq_all;
+	kq->kq_allprev = &kq_all;
+	if (kq_all != NULL)
+		kq_all->kq_allprev = &kq->kq_allnext;
+	kq_all = kq;
+}
+
+/* Unlink a destroyed kqueue.  reg_lock held. */
+void
+kq_all_remove_locked(struct kqueue *kq)
+{
+	if (kq->kq_allprev != NULL) {
+		*kq->kq_allprev = kq->kq_allnext;
+		if (kq->kq_allnext != NULL)
+			kq->kq_allnext->kq_allprev = kq->kq_allprev;
+		kq->kq_allprev = NULL;
+		kq->kq_allnext = NULL;
+	}
+}
+
+/*
+ * A reference on every live kqueue that still has one to give, in a
+ * malloc()ed array (*out, NULL if none).  Returns the count.  The caller
+ * locks them one at a time and kq_release()s each, then frees the array.
+ */
+size_t
+kq_registry_hold_all(struct kqueue ***out)
+{
+	struct kqueue *kq, **v;
+	size_t n = 0, i = 0;
+
+	*out = NULL;
+	pthread_mutex_lock(&reg_lock);
+	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext)
+		n++;
+	v = n ? malloc(n * sizeof(*v)) : NULL;
+	for (kq = kq_all; v != NULL && kq != NULL; kq = kq->kq_allnext)
+		if (kq_ref_try(kq))
+			v[i++] = kq;
+	pthread_mutex_unlock(&reg_lock);
+	*out = v;
+	return i;
+}
+
+/*
+ * Publish kq as the kqueue of descriptor fd, with reg_lock held.  Returns
+ * a kqueue previously mapped at that number, which the application closed
+ * (the kernel handed the number out again): the caller retires it with
+ * kq_registry_drop_old() once reg_lock is let go.
+ */
+struct kqueue *
+kq_registry_insert_locked(int fd, struct kqueue *kq)
+{
+	_Atomic(struct kqueue *) *slot = reg_slot(fd, 1);
+
+	if (slot == NULL)
+		return NULL;
+	return atomic_exchange_explicit(slot, kq, memory_order_acq_rel);
+}
+
+void
+kq_registry_drop_old(struct kqueue *old)
+{
 	if (old != NULL) {
 		KQ_LOCK(old);
 		old->kq_dead = 1;
+		kq_bell_ring(old);	/* its sleepers return EBADF */
 		KQ_UNLOCK(old);
 		kq_release(old);
 	}
@@ -223,6 +295,7 @@ reg_atfork_parent(void)
 static void
 reg_atfork_child(void)
 {
+	struct kqueue *kq, *next;
 	int i, j, s;
 
 	for (i = 0; i < REG_TOP; i++) {
@@ -230,27 +303,33 @@ reg_atfork_child(void)
 
 		if (chunk == NULL)
 			continue;
-		for (j = 0; j < REG_CHUNK; j++) {
-			struct kqueue *kq = atomic_load(&chunk[j]);
-
-			if (kq == NULL)
-				continue;
+		for (j = 0; j < REG_CHUNK; j++)
 			atomic_store(&chunk[j], NULL);
-			/* An unrecognised number stays open (orphan). */
-			if (kq->kq_dead)
-				kq->kq_fd = -1;
-			else if (kq_owned(kq)) {
-				kq_close_raw(kq->kq_fd);
-				kq->kq_fd = -1;
-			}
-			for (s = 0; s < KQ_NSRC; s++)
-				if (kq->kq_src[s].ks_ready != NULL)
-					kq_close_raw(kq->kq_src[s].ks_fd);
-			kq->kq_dead = 1;
-			kq->kq_poolnext = fork_orphans;
-			fork_orphans = kq;
-		}
 	}
+	/*
+	 * Every live kqueue, mapped or being retired (closed, its last
+	 * reference not yet dropped): the parent's kqueue() holds reg_lock
+	 * while a kqueue is half made, so none is missing here.
+	 */
+	for (kq = kq_all; kq != NULL; kq = next) {
+		next = kq->kq_allnext;
+		/* An unrecognised number stays open (orphan). */
+		if (kq->kq_dead)
+			kq->kq_fd = -1;
+		else if (kq_owned(kq)) {
+			kq_close_raw(kq->kq_fd);
+			kq->kq_fd = -1;
+		}
+		for (s = 0; s < KQ_NSRC; s++)
+			if (kq->kq_src[s].ks_ready != NULL)
+				kq_close_raw(kq->kq_src[s].ks_fd);
+		kq->kq_dead = 1;
+		kq->kq_allnext = NULL;
+		kq->kq_allprev = NULL;
+		kq->kq_poolnext = fork_orphans;
+		fork_orphans = kq;
+	}
+	kq_all = NULL;
 	pthread_mutex_init(&reg_lock, NULL);
 	kq_sig_atfork_child();
 }

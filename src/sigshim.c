@@ -277,6 +277,13 @@ kq_sig_valid(uintptr_t signo)
  * The process-wide eventfd every kqueue with signal knotes listens to;
  * *fd gets a close-on-exec duplicate owned by the caller.
  */
+/* The shared eventfd's number, or -1 (close.c keeps it open). */
+int
+kq_sig_evfd_peek(void)
+{
+	return atomic_load_explicit(&sig_evfd, memory_order_relaxed);
+}
+
 int
 kq_sig_evfd_dup(int *fd)
 {

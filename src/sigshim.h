@@ -18,6 +18,7 @@ int		kq_sig_valid(uintptr_t signo);
 int		kq_sig_watch(int signo);
 void		kq_sig_unwatch(int signo);
 int		kq_sig_evfd_dup(int *fd);
+int		kq_sig_evfd_peek(void);
 uint64_t	kq_sig_app_runs(void);
 int		kq_sig_eintr_absorbed(uint64_t before);
 void		kq_sig_atfork_child(void);
