@@ -281,6 +281,8 @@ write_space(struct kqueue *kq, struct knote *kn)
 	if (k == K_EVENTFD)
 		return (int64_t)(UINT64_C(0xfffffffffffffffe) -
 		    (uint64_t)eventfd_count(fd));
+	if (k == K_UNKNOWN && fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+		return -1;	/* fstat failed: the number is closed */
 	return 0;
 }
 
