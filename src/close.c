@@ -1,8 +1,11 @@
 /*
  * close.c -- close(), dup2(), dup3(), close_range() and closefrom() in
- * place of the C library's, so that closing a kqueue descriptor retires
- * the kqueue at once, as on FreeBSD: its knotes are dropped, its internal
- * descriptors closed and threads blocked in kevent() on it return EBADF.
+ * place of the C library's, for FreeBSD's two rules about closing:
+ *   - closing a watched descriptor drops its knotes in every kqueue
+ *     (knote_fdclose), even when a dup() keeps the file open;
+ *   - closing a kqueue descriptor retires the kqueue at once: its knotes
+ *     are dropped, its internal descriptors closed and threads blocked in
+ *     kevent() on it return EBADF.
  *
  * This is also what makes a kqueue's descriptor number a proven one: the
  * number is closed (or replaced) with the kqueue's kq_lock held and
@@ -12,7 +15,8 @@
  * the next system call on the number that fails (kq_owned), and never
  * acts destructively on the number without that proof (see DESIGN.md).
  *
- * A descriptor that is not a kqueue costs one lock-free registry lookup.
+ * A descriptor that is neither a kqueue nor watched costs two lock-free
+ * lookups.  Closing a watched one takes each kqueue's lock in turn.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -91,12 +95,44 @@ kq_retire(int fd, const struct kq_closer *c)
 	return r;
 }
 
+/*
+ * Number fd is about to be closed (or replaced): drop every knote on it in
+ * every kqueue, as FreeBSD's knote_fdclose() does.  Their registrations
+ * are removed while the number still names the file, so none outlives
+ * the number even when a dup() keeps the file open.  Each kqueue's lock
+ * is taken in turn, never two at once.
+ */
+static void
+kq_fdclose(int fd)
+{
+	struct kqueue **all;
+	size_t n = kq_registry_hold_all(&all), i;
+
+	for (i = 0; i < n; i++) {
+		struct kqueue *kq = all[i];
+		struct knote *kn;
+
+		KQ_LOCK(kq);
+		if (!kq->kq_dead)
+			while ((kn = knote_fdchain(kq, fd)) != NULL)
+				(void)knote_drop(kq, kn);
+		KQ_UNLOCK(kq);
+		kq_release(kq);
+	}
+	free(all);
+}
+
 KQ_EXPORT int
 close(int fd)
 {
 	struct kq_closer c = { SYS_close, -1, 0 };
 
-	if (__builtin_expect(kq_registry_peek(fd) == NULL, 1))
+	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
+	    !kq_fdwatched(fd), 1))
+		return sys_close(fd);
+	if (kq_fdwatched(fd))
+		kq_fdclose(fd);
+	if (kq_registry_peek(fd) == NULL)
 		return sys_close(fd);
 	return kq_retire(fd, &c);
 }
@@ -106,8 +142,15 @@ dup3(int oldfd, int newfd, int flags)
 {
 	struct kq_closer c = { SYS_dup3, oldfd, flags };
 
-	if (__builtin_expect(kq_registry_peek(newfd) == NULL, 1) ||
-	    oldfd == newfd)
+	if (__builtin_expect(kq_registry_peek(newfd) == NULL &&
+	    !kq_fdwatched(newfd), 1) || oldfd == newfd)
+		return sys_dup3(oldfd, newfd, flags);
+	/* A bad oldfd leaves newfd alone: check it first. */
+	if (fcntl(oldfd, F_GETFD) < 0)
+		return -1;
+	if (kq_fdwatched(newfd))
+		kq_fdclose(newfd);
+	if (kq_registry_peek(newfd) == NULL)
 		return sys_dup3(oldfd, newfd, flags);
 	return kq_retire(newfd, &c);
 }
@@ -122,12 +165,31 @@ dup2(int oldfd, int newfd)
 	return dup3(oldfd, newfd, 0);
 }
 
-/* Retire every kqueue whose number lies in [first, last]. */
+/*
+ * Drop the knotes of every watched number in [first, last], and retire
+ * every kqueue whose number lies there.
+ */
 static void
 kq_retire_range(unsigned int first, unsigned int last)
 {
 	struct kq_closer c = { SYS_close, -1, 0 };
 	unsigned int i, j;
+
+	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
+	    i <= (last >> REG_CHUNK_SHIFT); i++) {
+		_Atomic uint32_t *w = atomic_load_explicit(&kq_watch_top[i],
+		    memory_order_acquire);
+
+		if (w == NULL)
+			continue;
+		for (j = 0; j < REG_CHUNK; j++) {
+			unsigned int fd = (i << REG_CHUNK_SHIFT) | j;
+
+			if (fd >= first && fd <= last && fd <= INT32_MAX &&
+			    atomic_load_explicit(&w[j], memory_order_relaxed))
+				kq_fdclose((int)fd);
+		}
+	}
 
 	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
 	    i <= (last >> REG_CHUNK_SHIFT); i++) {

@@ -155,6 +155,8 @@ knote_link(struct kqueue *kq, struct knote *kn, int isfd)
 		}
 		/* Every knote of a chain carries the registration state. */
 		kn->kn_reg = kq->kq_fdtab[fd] ? kq->kq_fdtab[fd]->kn_reg : 0;
+		if (kq->kq_fdtab[fd] == NULL && kq_fdwatch_add(fd, 1) != 0)
+			return ENOMEM;
 		kn->kn_link = kq->kq_fdtab[fd];
 		kq->kq_fdtab[fd] = kn;
 	} else {
@@ -188,6 +190,8 @@ knote_unlink(struct kqueue *kq, struct knote *kn, int isfd)
 	for (; *pp != NULL; pp = &(*pp)->kn_link) {
 		if (*pp == kn) {
 			*pp = kn->kn_link;
+			if (isfd && kq->kq_fdtab[kn->kn_ident] == NULL)
+				(void)kq_fdwatch_add((int)kn->kn_ident, -1);
 			break;
 		}
 	}

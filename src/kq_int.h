@@ -343,6 +343,29 @@ kq_registry_peek(int fd)
 	    memory_order_acquire);
 }
 
+/*
+ * registry.c: how many kqueues have knotes on each descriptor number
+ * (close.c drops them when the number is closed, as FreeBSD's
+ * knote_fdclose).  Same two-level layout as the registry; a chunk is
+ * allocated by the first knote in its range and never freed.
+ */
+extern _Atomic(_Atomic uint32_t *) kq_watch_top[REG_TOP];
+int		 kq_fdwatch_add(int fd, int delta);
+
+/* Is descriptor fd watched by some kqueue?  Lock-free. */
+static inline int
+kq_fdwatched(int fd)
+{
+	_Atomic uint32_t *chunk;
+
+	if (fd < 0 || (fd >> REG_CHUNK_SHIFT) >= REG_TOP)
+		return 0;
+	chunk = atomic_load_explicit(&kq_watch_top[fd >> REG_CHUNK_SHIFT],
+	    memory_order_acquire);
+	return chunk != NULL && atomic_load_explicit(
+	    &chunk[fd & (REG_CHUNK - 1)], memory_order_relaxed) != 0;
+}
+
 struct kqueue	*kq_registry_acquire(int fd);
 struct kqueue	*kq_registry_insert_locked(int fd, struct kqueue *kq);
 void		 kq_registry_drop_old(struct kqueue *old);

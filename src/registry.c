@@ -122,6 +122,40 @@ reg_init(void)
 	    reg_atfork_child);
 }
 
+_Atomic(_Atomic uint32_t *) kq_watch_top[REG_TOP];
+
+/*
+ * Count a kqueue's chain appearing on (delta 1) or leaving (-1) number fd.
+ * Called with that kqueue's lock held.  Returns 0, or ENOMEM when the
+ * chunk for fd cannot be allocated.
+ */
+int
+kq_fdwatch_add(int fd, int delta)
+{
+	_Atomic uint32_t *chunk, *fresh, *expect = NULL;
+
+	if (fd < 0 || (fd >> REG_CHUNK_SHIFT) >= REG_TOP)
+		return delta > 0 ? EBADF : 0;
+	chunk = atomic_load_explicit(&kq_watch_top[fd >> REG_CHUNK_SHIFT],
+	    memory_order_acquire);
+	if (chunk == NULL) {
+		if (delta < 0)
+			return 0;
+		if ((fresh = calloc(REG_CHUNK, sizeof(*fresh))) == NULL)
+			return ENOMEM;
+		if (atomic_compare_exchange_strong(
+		    &kq_watch_top[fd >> REG_CHUNK_SHIFT], &expect, fresh))
+			chunk = fresh;
+		else {
+			free(fresh);
+			chunk = expect;
+		}
+	}
+	atomic_fetch_add_explicit(&chunk[fd & (REG_CHUNK - 1)],
+	    (uint32_t)delta, memory_order_relaxed);
+	return 0;
+}
+
 /* Every live kqueue object (created, not yet destroyed), under reg_lock. */
 static struct kqueue *kq_all;
 
@@ -330,6 +364,12 @@ reg_atfork_child(void)
 		fork_orphans = kq;
 	}
 	kq_all = NULL;
+	for (i = 0; i < REG_TOP; i++) {
+		_Atomic uint32_t *w = atomic_load(&kq_watch_top[i]);
+
+		for (j = 0; w != NULL && j < REG_CHUNK; j++)
+			atomic_store(&w[j], 0);
+	}
 	pthread_mutex_init(&reg_lock, NULL);
 	kq_sig_atfork_child();
 }
