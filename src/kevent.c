@@ -606,7 +606,7 @@ static inline __attribute__((always_inline)) int
 kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
     int nevents)
 {
-	int n = 0, r, i, want, before, queued, fetches, used;
+	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
 
 	if (kq->kq_nrepoll > 0)
 		kq_repoll(kq);
@@ -619,9 +619,21 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 	if (kq->kq_count > 0 && !kq->kq_epfirst)
 		n = kq_scan_active(kq, out, nevents);
 	kq->kq_epfirst = n == nevents;
-	for (fetches = nevents / KQ_EPBATCH + 2 + KQ_NSRC;
+	/* At most this many registrations can be ready in the set at once. */
+	items = kq->kq_nfdchains + (int)kq->kq_nhashed + KQ_NSRC;
+	for (fetches = (nevents + items) / KQ_EPBATCH + 2 + KQ_NSRC;
 	    n < nevents && fetches > 0; fetches--) {
-		want = nevents - n < KQ_EPBATCH ? nevents - n : KQ_EPBATCH;
+		/*
+		 * Normally as many as there is room for.  After a fetch that
+		 * brought only what this call has (level-triggered events of
+		 * knotes it delivered), look further down epoll's ready list
+		 * in one larger batch: what does not fit is queued.
+		 */
+		want = seen > 0 ? items - seen : nevents - n;
+		if (want > KQ_EPBATCH)
+			want = KQ_EPBATCH;
+		if (want < 1)
+			want = 1;
 		r = ksys_epoll_poll(kq->kq_fd, ev, want);
 		if (r < 0) {
 			if (n > 0)
@@ -648,17 +660,21 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 				used++;
 		}
 		/*
-		 * A short batch is all there is.  A full one whose events
-		 * epoll would hand out again unchanged, and that delivered
-		 * or queued nothing, holds only what this call already has.
-		 * Anything else changed state that cannot change back
-		 * within the call (an edge consumed, a chain dropped, an
-		 * internal source serviced -- the doorbell, level-triggered,
-		 * goes to the tail of epoll's ready list), so fetch again.
+		 * A short batch is all there is.  A batch that delivered or
+		 * queued nothing and changed nothing epoll would hand out
+		 * again (an edge consumed, a stale chain dropped, an internal
+		 * source serviced) holds events this call already has; epoll
+		 * moves those to the tail of its ready list, so once as many
+		 * as can be ready were seen in a row, the list was gone
+		 * through.
 		 */
-		if (r < want || (n == before && kq->kq_count == queued &&
-		    used == 0))
+		if (r < want)
 			break;
+		if (n == before && kq->kq_count == queued && used == 0) {
+			if ((seen += r) >= items)
+				break;
+		} else
+			seen = 0;
 	}
 	if (n < nevents && kq->kq_count > 0)
 		n += kq_scan_active(kq, out + n, nevents - n);

@@ -155,8 +155,11 @@ knote_link(struct kqueue *kq, struct knote *kn, int isfd)
 		}
 		/* Every knote of a chain carries the registration state. */
 		kn->kn_reg = kq->kq_fdtab[fd] ? kq->kq_fdtab[fd]->kn_reg : 0;
-		if (kq->kq_fdtab[fd] == NULL && kq_fdwatch_add(fd, 1) != 0)
-			return ENOMEM;
+		if (kq->kq_fdtab[fd] == NULL) {
+			if (kq_fdwatch_add(fd, 1) != 0)
+				return ENOMEM;
+			kq->kq_nfdchains++;
+		}
 		kn->kn_link = kq->kq_fdtab[fd];
 		kq->kq_fdtab[fd] = kn;
 	} else {
@@ -190,8 +193,10 @@ knote_unlink(struct kqueue *kq, struct knote *kn, int isfd)
 	for (; *pp != NULL; pp = &(*pp)->kn_link) {
 		if (*pp == kn) {
 			*pp = kn->kn_link;
-			if (isfd && kq->kq_fdtab[kn->kn_ident] == NULL)
+			if (isfd && kq->kq_fdtab[kn->kn_ident] == NULL) {
 				(void)kq_fdwatch_add((int)kn->kn_ident, -1);
+				kq->kq_nfdchains--;
+			}
 			break;
 		}
 	}
@@ -438,6 +443,7 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_freekn = NULL;
 	kq->kq_nrepoll = 0;
 	kq->kq_scanid = 0;
+	KQ_ASSERT(kq->kq_nfdchains == 0);
 }
 
 /*

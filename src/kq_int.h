@@ -244,6 +244,7 @@ struct kqueue {
 					   be stale and are re-checked */
 	struct knote	**kq_fdtab;	/* knote chains indexed by descriptor */
 	int		 kq_fdtabsize;
+	int		 kq_nfdchains;	/* non-empty kq_fdtab slots */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;

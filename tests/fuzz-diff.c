@@ -779,7 +779,10 @@ resolve(const struct op *o, const struct chg *c, struct kevent *k)
 		    (kind == M_FREE || !(c->flags & (EV_ADD | EV_DELETE | EV_ENABLE))))
 			return 0;
 	}
-	EV_SET(k, ident, c->filter, c->flags, c->fflags, c->data,
+	/* The model has no NOTE_LOWAT: descriptor filters get no input. */
+	EV_SET(k, ident, c->filter, c->flags,
+	    c->filter == EVFILT_USER ? c->fflags : 0,
+	    c->filter == EVFILT_USER ? c->data : 0,
 	    (void *)(uintptr_t)c->tag);
 	return 1;
 }

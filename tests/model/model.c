@@ -464,7 +464,8 @@ reg(struct model *m, int kq, const struct kevent *c, unsigned short flags)
 	else if (flags & EV_DISABLE)
 		kn->disabled = 1;
 	reevaluate(m, kn);
-	if (is_fd_filter(c->filter) && !(flags & EV_DISABLE))
+	if (is_fd_filter(c->filter) && (!(flags & EV_DISABLE) ||
+	    (flags & EV_ADD)))
 		spur_fd(m, kq, c->ident, kn);
 	return 0;
 }
@@ -745,7 +746,10 @@ m_scan(struct model *m, int kq, int nevents, const struct kevent *ev, int n,
 		if (kn->kq != kq)
 			continue;
 		if (seen[i]) {
-			kn->spur = 0;
+			/* The one extra report the note allows is used only
+			   by a report nothing else called for. */
+			if (kn->pend == M_NO)
+				kn->spur = 0;
 			if (kn->mode & EV_ONESHOT) {
 				drop_knote(m, i);
 				continue;
