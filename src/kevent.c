@@ -611,14 +611,17 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 	if (kq->kq_nrepoll > 0)
 		kq_repoll(kq);
 	/*
-	 * Fairness between the two sources: a call that filled the eventlist
-	 * from the active list alone makes the next one start with the epoll
-	 * set, so level-triggered knotes on the active list (user events,
-	 * files, emulated levels) cannot starve the kernel-tracked ones.
+	 * Fairness between the two sources: while the active list has
+	 * knotes, collections start alternately with it and with the epoll
+	 * set, so neither the level-triggered knotes tracked here (user
+	 * events, files, emulated levels) nor the kernel-tracked ones can
+	 * take every slot of a small eventlist call after call.
 	 */
-	if (kq->kq_count > 0 && !kq->kq_epfirst)
-		n = kq_scan_active(kq, out, nevents);
-	kq->kq_epfirst = n == nevents;
+	if (kq->kq_count > 0) {
+		if (!kq->kq_epfirst)
+			n = kq_scan_active(kq, out, nevents);
+		kq->kq_epfirst = !kq->kq_epfirst;
+	}
 	/* At most this many registrations can be ready in the set at once. */
 	items = kq->kq_nfdchains + (int)kq->kq_nhashed + KQ_NSRC;
 	for (fetches = (nevents + items) / KQ_EPBATCH + 2 + KQ_NSRC;

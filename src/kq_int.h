@@ -233,9 +233,8 @@ struct kqueue {
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
 	int		 kq_zombie;	/* an unremovable registration exists:
 					   rebuild the epoll set (kevent.c) */
-	int		 kq_epfirst;	/* the last collection was filled by
-					   the active list: start the next one
-					   with the epoll set (fairness) */
+	int		 kq_epfirst;	/* start the next collection with the
+					   epoll set (alternates: fairness) */
 	uint32_t	 kq_scanid;	/* bumped by every kq_scan (inotify
 					   drains once per collection); never
 					   compared with anything on a knote */

@@ -709,6 +709,14 @@ m_scan(struct model *m, int kq, int nevents, const struct kevent *ev, int n,
 
 		if (kn->kq != kq)
 			continue;
+		/*
+		 * LINUX NOTES 2: an EV_CLEAR knote left out of a full call is
+		 * kept on kq's active list while epoll may queue another edge
+		 * for it; both may be reported.
+		 */
+		if (st[i] != M_NO && !seen[i] && n == nevents &&
+		    is_fd_filter(kn->filter) && (kn->mode & EV_CLEAR))
+			kn->spur = 1;
 		if (st[i] != M_MUST || seen[i]) {
 			kn->missed = 0;
 			kn->missed_cap = 0;
