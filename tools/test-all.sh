@@ -40,6 +40,8 @@ step "build asan+ubsan" make -j"$JOBS" WERROR=1 SAN=asan tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build-asan/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep
+step "fault injection sweep (every filter; k-th alloc/fd/blocking wait fails)" bash -c "timeout 600 build-fault/tests/fault-sweep | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
