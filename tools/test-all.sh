@@ -5,7 +5,10 @@
 # its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
 # source via apt, its epoll backend as baseline), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
-# 60, for its random part).  Each cmocka test runs in its own process
+# 60, for its random part), and the fault-injection sweep (the SAN=fault
+# build, tests/fault-sweep.c: every filter with the k-th allocation,
+# descriptor creation or blocking wait failing; about 40 s).  Each cmocka
+# test runs in its own process
 # (tools/run-tests.sh).  Warnings are errors.
 # Ends with one line "total: N passed, N failed".
 set -u
