@@ -7,8 +7,11 @@
 #   make bench           build kqbench
 #   make install         install into $(DESTDIR)$(PREFIX)
 #
+#   make check-fault     the fault-injection sweep (tests/fault-sweep.c)
+#
 # Variables: CC, CFLAGS, WERROR=1 (CI), SAN=asan|tsan (sanitizer build into
-# build-asan/ or build-tsan/).
+# build-asan/ or build-tsan/), SAN=fault (ASan+UBSan with -DKQ_FAULT, into
+# build-fault/: see src/fault.h).
 
 CC	?= cc
 PREFIX	?= /usr/local
@@ -28,6 +31,9 @@ SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 else ifeq ($(SAN),tsan)
 B	:= build-tsan
 SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else ifeq ($(SAN),fault)
+B	:= build-fault
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DKQ_DEBUG -DKQ_FAULT
 endif
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -45,6 +51,9 @@ LIB_SRCS := $(wildcard src/*.c)
 LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
 	close dup2 dup3 close_range closefrom
+ifeq ($(SAN),fault)
+LIB_EXPORTS += kq_fault_set kq_fault_count
+endif
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
 LIB_HDRS := $(wildcard src/*.h) include/sys/event.h
 
@@ -55,7 +64,7 @@ TEST_HDRS := $(wildcard tests/*.h)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_HDRS := $(wildcard bench/*.h)
 
-.PHONY: all lib check check-model check-sanitize tests bench demo install clean man-lint
+.PHONY: all lib check check-model check-sanitize check-fault tests bench demo install clean man-lint
 
 all: lib
 
@@ -90,7 +99,16 @@ $(B)/tests/fuzz-diff: $(MODEL_SRCS) tests/model/model.h $(B)/libkq.a include/sys
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $(MODEL_SRCS) $(B)/libkq.a $(LDLIBS_T)
 
+# The fault-injection sweep: only meaningful in the SAN=fault build, and not
+# named test-* so that tools/run-tests.sh leaves it alone.
+$(B)/tests/fault-sweep: tests/fault-sweep.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a $(LDLIBS_T)
+
 tests: $(TEST_BINS) $(B)/tests/fuzz-diff
+ifeq ($(SAN),fault)
+tests: $(B)/tests/fault-sweep
+endif
 
 check: tests
 	@tools/run-tests.sh $(B)
@@ -99,6 +117,10 @@ check: tests
 # random seeds.
 check-model: $(B)/tests/fuzz-diff
 	$(B)/tests/fuzz-diff
+
+check-fault:
+	$(MAKE) SAN=fault build-fault/tests/fault-sweep
+	build-fault/tests/fault-sweep
 
 check-sanitize:
 	$(MAKE) SAN=asan tests
@@ -138,4 +160,4 @@ install: lib
 	install -m 644 man/kqueue.2 man/kevent.2 $(DESTDIR)$(MANDIR)/man2/
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fault

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "sigshim.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -222,7 +223,7 @@ kq_protected(unsigned int first, unsigned int last, size_t *n)
 {
 	struct kqueue **all;
 	size_t nkq = kq_registry_hold_all(&all), cap = 16, i, k, m;
-	int *v = malloc(cap * sizeof(*v)), fd;
+	int *v = kq_malloc(cap * sizeof(*v)), fd;
 
 	*n = 0;
 	for (i = 0; i < nkq; i++) {
@@ -239,7 +240,7 @@ kq_protected(unsigned int first, unsigned int last, size_t *n)
 			if (v == NULL || *n + m + 1 <= cap)
 				break;
 			cap = 2 * (*n + m + 1);
-			v = realloc(v, cap * sizeof(*v));
+			v = kq_realloc(v, cap * sizeof(*v));
 		}
 		if (v != NULL) {
 			for (s = 0; s < KQ_NSRC; s++)

@@ -64,6 +64,7 @@
 #include <sys/wait.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "kq_proc.h"
 
 #define PN_EXITED	0x01	/* the process exited (pidfd readable) */
@@ -93,7 +94,7 @@ struct procnote {
 int
 kq_pidfd_open(pid_t pid)
 {
-	return (int)syscall(SYS_pidfd_open, pid, 0);
+	return (int)KQ_FDCALL(syscall(SYS_pidfd_open, pid, 0));
 }
 
 /* Has the process behind pidfd exited?  (Readable pidfd.) */
@@ -562,8 +563,8 @@ proc_cn_open(struct kqueue *kq)
 		return 0;
 	if (kq->kq_dead)
 		return EBADF;
-	fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-	    NETLINK_CONNECTOR);
+	fd = KQ_FDCALL(socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    NETLINK_CONNECTOR));
 	if (fd < 0)
 		return errno == EPROTONOSUPPORT ? ENOTSUP : errno;
 	memset(&sa, 0, sizeof(sa));

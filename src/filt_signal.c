@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "sigshim.h"
 
 struct sgknote {
@@ -73,7 +74,7 @@ sig_source(struct kqueue *kq, int *error)
 
 	if (src->ks_ready != NULL)
 		return src->ks_arg;
-	set = calloc(1, sizeof(*set));
+	set = kq_calloc(1, sizeof(*set));
 	if (set == NULL) {
 		*error = ENOMEM;
 		return NULL;

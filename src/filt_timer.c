@@ -34,6 +34,7 @@
 #include <sys/timerfd.h>
 
 #include "kq_int.h"
+#include "fault.h"
 
 #define NSEC		INT64_C(1000000000)
 #define TK_NOHEAP	SIZE_MAX
@@ -124,7 +125,7 @@ heap_insert(struct theap *h, struct tknote *tk)
 {
 	if (h->th_n == h->th_cap) {
 		size_t cap = h->th_cap ? h->th_cap * 2 : 64;
-		struct tknote **nh = realloc(h->th_h, cap * sizeof(*nh));
+		struct tknote **nh = kq_realloc(h->th_h, cap * sizeof(*nh));
 
 		if (nh == NULL)
 			return ENOMEM;
@@ -248,13 +249,13 @@ timer_source(struct kqueue *kq, int *error)
 
 	if (src->ks_ready != NULL)
 		return src->ks_arg;
-	h = calloc(1, sizeof(*h));
+	h = kq_calloc(1, sizeof(*h));
 	if (h == NULL) {
 		*error = ENOMEM;
 		return NULL;
 	}
 	h->th_armed = INT64_MAX;
-	fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	fd = KQ_FDCALL(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
 	if (fd < 0) {
 		*error = errno;
 		free(h);

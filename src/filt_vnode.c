@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "kq_inotify.h"
 #include "fdreg.h"
 
@@ -102,7 +103,7 @@ static void
 mounts_read(int fd, struct vn_mounts *m)
 {
 	size_t len = 0, cap = 8192;
-	char *buf = malloc(cap), *p, *end;
+	char *buf = kq_malloc(cap), *p, *end;
 	ssize_t n;
 
 	if (buf == NULL)
@@ -111,7 +112,7 @@ mounts_read(int fd, struct vn_mounts *m)
 		goto out;
 	for (;;) {
 		if (len + 1 >= cap) {
-			char *nb = realloc(buf, cap * 2);
+			char *nb = kq_realloc(buf, cap * 2);
 
 			if (nb == NULL)
 				goto out;
@@ -132,7 +133,7 @@ mounts_read(int fd, struct vn_mounts *m)
 
 		if (m->m_n == m->m_cap) {
 			size_t nc = m->m_cap ? m->m_cap * 2 : 64;
-			int *ni = realloc(m->m_ids, nc * sizeof(*ni));
+			int *ni = kq_realloc(m->m_ids, nc * sizeof(*ni));
 
 			if (ni == NULL)
 				break;
@@ -227,7 +228,7 @@ mounts_track(struct kqueue *kq, struct vnote *vn)
 
 		if (fd < 0)
 			return;
-		if ((m = calloc(1, sizeof(*m))) == NULL ||
+		if ((m = kq_calloc(1, sizeof(*m))) == NULL ||
 		    kq_src_add_ev(kq, KQ_SRC_MOUNT, fd, EPOLLPRI,
 		    mounts_ready) != 0) {
 			free(m);

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "kq_inotify.h"
 
 struct iwatch;
@@ -125,7 +126,7 @@ inot_grow(struct kq_inot *in)
 		struct iwatch **nt, *w, *next;
 
 		ns = in->in_wsize ? in->in_wsize * 2 : 16;
-		if ((nt = calloc(ns, sizeof(*nt))) == NULL)
+		if ((nt = kq_calloc(ns, sizeof(*nt))) == NULL)
 			return ENOMEM;
 		for (i = 0; i < in->in_wsize; i++)
 			for (w = in->in_wtab[i]; w != NULL; w = next) {
@@ -141,7 +142,7 @@ inot_grow(struct kq_inot *in)
 		struct iref **nt, *r, *next;
 
 		ns = in->in_rsize ? in->in_rsize * 2 : 16;
-		if ((nt = calloc(ns, sizeof(*nt))) == NULL)
+		if ((nt = kq_calloc(ns, sizeof(*nt))) == NULL)
 			return ENOMEM;
 		for (i = 0; i < in->in_rsize; i++)
 			for (r = in->in_rtab[i]; r != NULL; r = next) {
@@ -449,12 +450,12 @@ inot_get(struct kqueue *kq, int *error)
 
 	if (src->ks_ready != NULL && src->ks_arg != NULL)
 		return src->ks_arg;
-	if ((in = calloc(1, sizeof(*in))) == NULL) {
+	if ((in = kq_calloc(1, sizeof(*in))) == NULL) {
 		*error = ENOMEM;
 		return NULL;
 	}
 	if (src->ks_ready == NULL) {
-		fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+		fd = KQ_FDCALL(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
 		if (fd < 0) {
 			*error = errno;
 			free(in);
@@ -502,7 +503,7 @@ kq_inotify_set(struct kqueue *kq, struct knote *kn, uint32_t mask)
 	if (wd < 0)
 		return errno == ENOENT ? EBADF : errno;
 	if ((w = watch_find(in, wd)) == NULL) {
-		if ((w = calloc(1, sizeof(*w))) == NULL) {
+		if ((w = kq_calloc(1, sizeof(*w))) == NULL) {
 			(void)inotify_rm_watch(ifd, wd);
 			return ENOMEM;
 		}
@@ -523,7 +524,7 @@ kq_inotify_set(struct kqueue *kq, struct knote *kn, uint32_t mask)
 		r = NULL;
 	}
 	if (r == NULL) {
-		if ((r = calloc(1, sizeof(*r))) == NULL) {
+		if ((r = kq_calloc(1, sizeof(*r))) == NULL) {
 			if (w->w_refs == NULL) {
 				(void)inotify_rm_watch(ifd, wd);
 				watch_unhash(in, w);

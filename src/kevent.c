@@ -44,6 +44,7 @@
 #include <sys/syscall.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "fdreg.h"
 #include "ksys.h"
 #include "sigshim.h"
@@ -468,7 +469,7 @@ kq_rebuild(struct kqueue *kq)
 	if (fl < 0)
 		return errno;
 	kq_reg_lock();		/* no fork() child inherits nfd */
-	nfd = epoll_create1(EPOLL_CLOEXEC);
+	nfd = KQ_FDCALL(epoll_create1(EPOLL_CLOEXEC));
 	if (nfd < 0) {
 		e = errno;
 		kq_reg_unlock();
@@ -534,6 +535,8 @@ static int have_pwait2 = 1;
 static int
 kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 {
+	if (tmo_ns != 0)
+		KQ_FAULT_WAIT();
 	if (tmo_ns == 0) {
 		int r = ksys_epoll_poll(epfd, ev, n);
 

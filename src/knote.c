@@ -13,6 +13,7 @@
 #include <linux/futex.h>
 
 #include "kq_int.h"
+#include "fault.h"
 
 #define KQEXTENT	256		/* fd table growth step */
 #define KN_SLAB		4096		/* bytes per knote cache block */
@@ -35,11 +36,11 @@ knote_alloc(struct kqueue *kq, const struct filterops *fop)
 	struct knote *kn;
 
 	if (fop->f_size > sizeof(struct knote)) {
-		kn = calloc(1, fop->f_size);
+		kn = kq_calloc(1, fop->f_size);
 		return kn;
 	}
 	if (kq->kq_freekn == NULL) {
-		struct knslab *s = malloc(KN_SLAB);
+		struct knslab *s = kq_malloc(KN_SLAB);
 		char *p;
 		size_t off;
 
@@ -109,7 +110,7 @@ static int
 kq_hash_grow(struct kqueue *kq)
 {
 	size_t nsize = kq->kq_hashmask ? (kq->kq_hashmask + 1) * 2 : KN_HASHMIN;
-	struct knote **nh = calloc(nsize, sizeof(*nh));
+	struct knote **nh = kq_calloc(nsize, sizeof(*nh));
 	size_t i;
 
 	if (nh == NULL)
@@ -145,7 +146,7 @@ knote_link(struct kqueue *kq, struct knote *kn, int isfd)
 
 			while (nsize <= fd)
 				nsize += KQEXTENT;
-			nt = realloc(kq->kq_fdtab, (size_t)nsize * sizeof(*nt));
+			nt = kq_realloc(kq->kq_fdtab, (size_t)nsize * sizeof(*nt));
 			if (nt == NULL)
 				return ENOMEM;
 			memset(nt + kq->kq_fdtabsize, 0,
@@ -265,7 +266,7 @@ kq_bell_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 int
 kq_bell_create(struct kqueue *kq)
 {
-	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), e;
+	int fd = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), e;
 
 	if (fd < 0)
 		return errno;

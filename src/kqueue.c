@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 
 #include "kq_int.h"
+#include "fault.h"
 
 static int
 kqueue_create(int cloexec)
@@ -36,7 +37,7 @@ kqueue_create(int cloexec)
 	 * half made (its descriptors unknown to the handler).
 	 */
 	kq_reg_lock();
-	fd = epoll_create1(cloexec ? EPOLL_CLOEXEC : 0);
+	fd = KQ_FDCALL(epoll_create1(cloexec ? EPOLL_CLOEXEC : 0));
 	if (fd < 0) {
 		e = errno;
 		kq_reg_unlock();

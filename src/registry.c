@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "sigshim.h"
 
 _Atomic(struct kqueue *) *_Atomic kq_reg_top[REG_TOP];
@@ -52,7 +53,7 @@ reg_slot(int fd, int create)
 	    memory_order_acquire);
 	if (chunk == NULL && create) {
 		/* Called with reg_lock held. */
-		chunk = calloc(REG_CHUNK, sizeof(*chunk));
+		chunk = kq_calloc(REG_CHUNK, sizeof(*chunk));
 		if (chunk == NULL)
 			return NULL;
 		atomic_store_explicit(&kq_reg_top[fd >> REG_CHUNK_SHIFT], chunk,
@@ -141,7 +142,7 @@ kq_fdwatch_add(int fd, int delta)
 	if (chunk == NULL) {
 		if (delta < 0)
 			return 0;
-		if ((fresh = calloc(REG_CHUNK, sizeof(*fresh))) == NULL)
+		if ((fresh = kq_calloc(REG_CHUNK, sizeof(*fresh))) == NULL)
 			return ENOMEM;
 		if (atomic_compare_exchange_strong(
 		    &kq_watch_top[fd >> REG_CHUNK_SHIFT], &expect, fresh))
@@ -211,7 +212,7 @@ kq_registry_hold_all(struct kqueue ***out)
 	pthread_mutex_lock(&reg_lock);
 	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext)
 		n++;
-	v = n ? malloc(n * sizeof(*v)) : NULL;
+	v = n ? kq_malloc(n * sizeof(*v)) : NULL;
 	for (kq = kq_all; v != NULL && kq != NULL; kq = kq->kq_allnext)
 		if (kq_ref_try(kq))
 			v[i++] = kq;
@@ -273,7 +274,7 @@ kq_pool_get(void)
 		pool_free = kq->kq_poolnext;
 	pthread_mutex_unlock(&reg_lock);
 	if (kq == NULL) {
-		kq = aligned_alloc(64, (sizeof(*kq) + 63) & ~(size_t)63);
+		kq = kq_aligned_alloc(64, (sizeof(*kq) + 63) & ~(size_t)63);
 		if (kq == NULL)
 			return NULL;
 		memset(kq, 0, sizeof(*kq));

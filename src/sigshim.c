@@ -47,6 +47,7 @@
 #include <sys/syscall.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "sigshim.h"
 
 /* glibc's own sigaction, under the name it exports for this purpose. */
@@ -292,14 +293,14 @@ kq_sig_evfd_dup(int *fd)
 
 	sig_lock_all(&old);
 	if (atomic_load(&sig_evfd) < 0) {
-		f = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		f = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		if (f < 0)
 			e = errno;
 		else
 			atomic_store(&sig_evfd, f);
 	}
 	if (e == 0) {
-		*fd = fcntl(atomic_load(&sig_evfd), F_DUPFD_CLOEXEC, 0);
+		*fd = KQ_FDCALL(fcntl(atomic_load(&sig_evfd), F_DUPFD_CLOEXEC, 0));
 		if (*fd < 0)
 			e = errno;
 	}
@@ -372,7 +373,7 @@ kq_sig_atfork_child(void)
 	}
 	fd = atomic_load(&sig_evfd);
 	if (fd >= 0) {
-		int nfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		int nfd = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 
 		if (nfd >= 0) {
 			(void)kq_dup3_raw(nfd, fd, O_CLOEXEC);

@@ -1,0 +1,68 @@
+/*
+ * fault.h -- fault injection for the test build (make SAN=fault, which
+ * compiles with -DKQ_FAULT; see tests/fault-sweep.c).
+ *
+ * Every allocation, every creation of a descriptor of kq's own and the
+ * blocking epoll_wait of kevent() go through these names.  Without
+ * KQ_FAULT they are the plain calls (macros, no cost).  With it, the k-th
+ * call of a kind fails, counting from 1 (fault.c):
+ *   KQ_FAULT_ALLOC  malloc, calloc, realloc, aligned_alloc: NULL, ENOMEM;
+ *   KQ_FAULT_FD     epoll_create1, eventfd, timerfd_create, inotify_init1,
+ *                   pidfd_open, the signal eventfd's dup, the process-
+ *                   events socket: -1, EMFILE;
+ *   KQ_FAULT_EINTR  the blocking wait of kevent(): -1, EINTR.
+ * k is set from the environment (KQ_FAULT_ALLOC=k, KQ_FAULT_FD=k,
+ * KQ_FAULT_EINTR=k) at start-up, or by kq_fault_set(), exported by that
+ * build only.
+ */
+#ifndef KQ_FAULT_H
+#define KQ_FAULT_H
+
+#include <stdlib.h>
+
+#define KQ_FAULT_ALLOC	0
+#define KQ_FAULT_FD	1
+#define KQ_FAULT_EINTR	2
+
+#ifdef KQ_FAULT
+#include <errno.h>
+
+int	kq_fault_hit(int kind);		/* fault.c: 1 if this call fails */
+void	kq_fault_set(int kind, long k);	/* exported in the fault build */
+long	kq_fault_count(int kind);	/* calls of kind seen since set */
+
+static inline void *
+kq_fault_null(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+#define kq_malloc(n) \
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : malloc(n))
+#define kq_calloc(n, s) \
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : calloc(n, s))
+#define kq_realloc(p, n) \
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : realloc(p, n))
+#define kq_aligned_alloc(a, n) \
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : aligned_alloc(a, n))
+/* expr creates a descriptor: -1 with EMFILE instead when the fault hits. */
+#define KQ_FDCALL(expr) \
+	(kq_fault_hit(KQ_FAULT_FD) ? (errno = EMFILE, -1) : (expr))
+/* At the top of a blocking wait: fail it with EINTR when the fault hits. */
+#define KQ_FAULT_WAIT() do { \
+	if (kq_fault_hit(KQ_FAULT_EINTR)) { \
+		errno = EINTR; \
+		return -1; \
+	} \
+} while (0)
+#else
+#define kq_malloc(n)		malloc(n)
+#define kq_calloc(n, s)		calloc(n, s)
+#define kq_realloc(p, n)	realloc(p, n)
+#define kq_aligned_alloc(a, n)	aligned_alloc(a, n)
+#define KQ_FDCALL(expr)		(expr)
+#define KQ_FAULT_WAIT()		((void)0)
+#endif
+
+#endif /* KQ_FAULT_H */
