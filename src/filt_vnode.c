@@ -135,8 +135,12 @@ mounts_read(int fd, struct vn_mounts *m)
 			size_t nc = m->m_cap ? m->m_cap * 2 : 64;
 			int *ni = kq_realloc(m->m_ids, nc * sizeof(*ni));
 
-			if (ni == NULL)
-				break;
+			if (ni == NULL) {
+				/* A partial list would revoke the knotes of
+				   the mounts left out: "cannot tell". */
+				m->m_n = 0;
+				goto out;
+			}
 			m->m_ids = ni;
 			m->m_cap = nc;
 		}
@@ -145,7 +149,8 @@ mounts_read(int fd, struct vn_mounts *m)
 			break;
 		p = nl + 1;
 	}
-	qsort(m->m_ids, m->m_n, sizeof(*m->m_ids), cmp_int);
+	if (m->m_n > 0)
+		qsort(m->m_ids, m->m_n, sizeof(*m->m_ids), cmp_int);
 out:
 	free(buf);
 }
