@@ -37,7 +37,12 @@ step() {	# name, command...
 step "build" make -j"$JOBS" WERROR=1 lib tests demo bench
 log=$(mktemp)
 step "tests (plain)" bash -c "tools/run-tests.sh build | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
-step "model differential test (CI seeds + ${KQ_MODEL_SECONDS:-60}s random)" bash -c "build/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "model differential test (CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+# The time-boxed random run explores new sequences; what it finds is printed
+# with its seed and shrunk sequence (replay: KQ_MODEL_SEED=N) and becomes a
+# CI seed once fixed.  It does not fail the run: see docs/TESTING.md.
+echo "=== model differential test (exploratory: ${KQ_MODEL_SECONDS:-60}s of random seeds, not counted)"
+KQ_MODEL_CI=0 build/tests/fuzz-diff || echo "=== exploratory model run found mismatches (listed above; not counted)"
 step "demo" build/demo
 step "build asan+ubsan" make -j"$JOBS" WERROR=1 SAN=asan tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
