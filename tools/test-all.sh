@@ -5,7 +5,10 @@
 # its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
 # source via apt, its epoll backend as baseline), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
-# 60, for its random part).  Each cmocka test runs in its own process
+# 60, for its random part), the libFuzzer target tests/fuzz/fuzz-kevent.c
+# under ASan+UBSan (tools/fuzz-run.sh; KQ_FUZZ_SECONDS, default 60) and the
+# line coverage of src/ by the tests and the fuzz corpus (tools/coverage.sh,
+# gcov).  Each cmocka test runs in its own process
 # (tools/run-tests.sh).  Warnings are errors.
 # Ends with one line "total: N passed, N failed".
 set -u
@@ -40,6 +43,8 @@ step "build asan+ubsan" make -j"$JOBS" WERROR=1 SAN=asan tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build-asan/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "fuzz (libFuzzer, asan+ubsan, ${KQ_FUZZ_SECONDS:-60}s)" bash -c "tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "coverage of src/ (tests + fuzz corpus, gcov)" bash -c "tools/coverage.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
