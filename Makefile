@@ -5,13 +5,17 @@
 #   make check-model     the randomized differential test against tests/model/
 #   make check-sanitize  every test under ASan+UBSan, concurrency tests under TSan
 #   make bench           build kqbench
+#   make fuzz            build the libFuzzer target build-fuzz/fuzz-kevent
+#                        (clang, ASan+UBSan; tools/fuzz-run.sh runs it)
 #   make install         install into $(DESTDIR)$(PREFIX)
 #
 #   make check-fault     the fault-injection sweep (tests/fault-sweep.c)
 #
 # Variables: CC, CFLAGS, WERROR=1 (CI), SAN=asan|tsan (sanitizer build into
 # build-asan/ or build-tsan/), SAN=fault (ASan+UBSan with -DKQ_FAULT, into
-# build-fault/: see src/fault.h).
+# build-fault/: see src/fault.h), SAN=fuzz (clang, libFuzzer coverage + ASan
+# + UBSan, into build-fuzz/), SAN=cov (gcc --coverage, into build-cov/:
+# tools/coverage.sh).
 
 CC	?= cc
 PREFIX	?= /usr/local
@@ -34,6 +38,12 @@ SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 else ifeq ($(SAN),fault)
 B	:= build-fault
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DKQ_DEBUG -DKQ_FAULT
+else ifeq ($(SAN),fuzz)
+B	:= build-fuzz
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DKQ_DEBUG
+else ifeq ($(SAN),cov)
+B	:= build-cov
+SANFLAGS := --coverage
 endif
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -64,7 +74,7 @@ TEST_HDRS := $(wildcard tests/*.h)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_HDRS := $(wildcard bench/*.h)
 
-.PHONY: all lib check check-model check-sanitize check-fault tests bench demo install clean man-lint
+.PHONY: all lib check check-model check-sanitize check-fault tests bench demo install clean man-lint fuzz
 
 all: lib
 
@@ -128,6 +138,18 @@ check-sanitize:
 	$(MAKE) SAN=tsan CC=clang tests
 	tools/run-tests.sh build-tsan
 
+# The libFuzzer target (SAN=fuzz, CC=clang: `make fuzz`), and the same
+# target driven by a plain main() over corpus files (any build).
+FUZZ_SRCS := tests/fuzz/fuzz-kevent.c
+$(B)/fuzz-kevent: $(FUZZ_SRCS) $(B)/libkq.a include/sys/event.h
+	$(CC) $(BASECFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $(FUZZ_SRCS) $(B)/libkq.a $(LDLIBS_T)
+
+$(B)/fuzz-kevent-standalone: $(FUZZ_SRCS) tests/fuzz/standalone-main.c $(B)/libkq.a include/sys/event.h
+	$(CC) $(BASECFLAGS) $(CFLAGS) -o $@ $(FUZZ_SRCS) tests/fuzz/standalone-main.c $(B)/libkq.a $(LDLIBS_T)
+
+fuzz:
+	$(MAKE) SAN=fuzz CC=clang build-fuzz/fuzz-kevent
+
 $(B)/kqbench: $(BENCH_SRCS) $(BENCH_HDRS) $(B)/libkq.a
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Ibench -o $@ $(BENCH_SRCS) $(B)/libkq.a -lpthread -lm
@@ -160,4 +182,4 @@ install: lib
 	install -m 644 man/kqueue.2 man/kevent.2 $(DESTDIR)$(MANDIR)/man2/
 
 clean:
-	rm -rf build build-asan build-tsan build-fault
+	rm -rf build build-asan build-tsan build-fault build-fuzz build-cov

@@ -5,10 +5,13 @@
 # its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
 # source via apt, its epoll backend as baseline), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
-# 60, for its random part), and the fault-injection sweep (the SAN=fault
+# 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
-# descriptor creation or blocking wait failing; about 40 s).  Each cmocka
-# test runs in its own process
+# descriptor creation or blocking wait failing; about 40 s), the libFuzzer
+# target tests/fuzz/fuzz-kevent.c under ASan+UBSan (tools/fuzz-run.sh;
+# KQ_FUZZ_SECONDS, default 60) and the line coverage of src/ by the tests
+# and the fuzz corpus (tools/coverage.sh, gcov).  Each cmocka test runs in
+# its own process
 # (tools/run-tests.sh).  Warnings are errors.
 # Ends with one line "total: N passed, N failed".
 set -u
@@ -50,6 +53,8 @@ step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exi
 step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build-asan/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep
 step "fault injection sweep (every filter; k-th alloc/fd/blocking wait fails)" bash -c "timeout 600 build-fault/tests/fault-sweep | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "fuzz (libFuzzer, asan+ubsan, ${KQ_FUZZ_SECONDS:-60}s)" bash -c "tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "coverage of src/ (tests + fuzz corpus, gcov)" bash -c "tools/coverage.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"

@@ -1,0 +1,56 @@
+#!/bin/bash
+# Build (make fuzz) and run the libFuzzer target build-fuzz/fuzz-kevent
+# (clang, ASan+UBSan) for a bounded time over a copy of the seed corpus
+# tests/fuzz/corpus-kevent (the tree is not modified), after running every
+# regression input in tests/fuzz/regress/ once.
+#   KQ_FUZZ_SECONDS  fuzzing time (default 60)
+#   KQ_FUZZ_KEEP=1   keep the work directory (grown corpus, logs)
+# Ends with "fuzz: N passed, M failed" (1 passed when nothing crashed; on a
+# crash, 1 failed and the reproducer's path); exits non-zero on a crash.
+set -u
+cd "$(dirname "$0")/.."
+secs=${KQ_FUZZ_SECONDS:-60}
+work=$(mktemp -d /tmp/kq-fuzz.XXXXXX)
+[ "${KQ_FUZZ_KEEP:-0}" = 1 ] || trap 'rm -rf "$work/corpus"' EXIT
+bin=build-fuzz/fuzz-kevent
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+if ! make -s WERROR=1 fuzz >"$work/build.log" 2>&1; then
+	cat "$work/build.log"
+	echo "fuzz: 0 passed, 1 failed"
+	exit 1
+fi
+fail=0
+regress=(tests/fuzz/regress/*)
+if [ -e "${regress[0]}" ]; then
+	echo "fuzz: ${#regress[@]} regression input(s)"
+	if ! timeout -k 5 120 "$bin" -runs=1 "${regress[@]}" >"$work/regress.log" 2>&1; then
+		tail -40 "$work/regress.log"
+		echo "fuzz: a regression input failed (log: $work/regress.log)"
+		fail=1
+	fi
+fi
+mkdir -p "$work/corpus" "$work/crashes"
+cp tests/fuzz/corpus-kevent/* "$work/corpus/"
+echo "fuzz: ${secs}s over $(ls "$work/corpus" | wc -l) seed input(s)"
+timeout -k 10 $((secs + 120)) "$bin" -max_total_time="$secs" -timeout=10 \
+    -rss_limit_mb=2048 -max_len=1024 -print_final_stats=1 \
+    -artifact_prefix="$work/crashes/" "$work/corpus" >"$work/fuzz.log" 2>&1
+rc=$?
+grep -E '^#[0-9]+.*(DONE|pulse)|^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)' \
+    "$work/fuzz.log" | tail -6
+if [ $rc -ne 0 ]; then
+	echo "fuzz: fuzz-kevent exited with status $rc"
+	grep -E -A40 'ERROR|invariant broken|deadly signal|timeout' "$work/fuzz.log" | head -60 ||
+	    tail -5 "$work/fuzz.log"
+	for f in "$work"/crashes/*; do
+		[ -e "$f" ] && echo "fuzz: crash reproducer: $f (build-fuzz/fuzz-kevent $f; log $work/fuzz.log)"
+	done
+	fail=1
+fi
+if [ $fail -ne 0 ]; then
+	echo "fuzz: 0 passed, 1 failed"
+	exit 1
+fi
+echo "fuzz: 1 passed, 0 failed"
