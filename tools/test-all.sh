@@ -46,10 +46,12 @@ step "model differential test (CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build/test
 # CI seed once fixed.  It does not fail the run: see docs/TESTING.md.
 echo "=== model differential test (exploratory: ${KQ_MODEL_SECONDS:-60}s of random seeds, not counted)"
 KQ_MODEL_CI=0 build/tests/fuzz-diff || echo "=== exploratory model run found mismatches (listed above; not counted)"
+step "attack reproducers (plain)" bash -c "tools/attack-run.sh build cc | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "demo" build/demo
 step "build asan+ubsan" make -j"$JOBS" WERROR=1 SAN=asan tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "attack reproducers (asan+ubsan)" bash -c "tools/attack-run.sh build-asan cc -fsanitize=address,undefined -fno-sanitize-recover=undefined | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build-asan/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep
 step "fault injection sweep (every filter; k-th alloc/fd/blocking wait fails)" bash -c "timeout 600 build-fault/tests/fault-sweep | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
@@ -58,6 +60,9 @@ step "coverage of src/ (tests + fuzz corpus, gcov)" bash -c "tools/coverage.sh |
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+# a9 races on descriptor numbers by design (it dup()s and closes the
+# numbers other threads recreate kqueues at): TSan rightly reports the test.
+step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP=a9_kq_churn tools/attack-run.sh build-tsan clang -fsanitize=thread | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh

@@ -1,0 +1,172 @@
+/*
+ * a9: close and recreate a kqueue (same number, recycled object) while
+ * readers are in kevent() on that number with short timeouts, changers
+ * EV_ADD/EV_DELETE pipes, timers and user events on it, an outer kqueue
+ * watches its number (EVFILT_READ on a kqueue: kq_pending on a recycled
+ * object), and a dup of it is used.  Every call must return within 1 s of
+ * its timeout; no crash, sanitizer report, KQ_ASSERT or descriptor leak.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/event.h>
+
+static atomic_int kqn = -1, stop;
+static atomic_int slow, errs;
+static int outer, pp[2];
+
+static double
+now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int
+nfds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = -3;
+
+	while ((e = readdir(d)) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void *
+reader(void *arg)
+{
+	struct kevent ev[64];
+	int n = (int)(intptr_t)arg;
+
+	while (!atomic_load(&stop)) {
+		struct timespec to = { 0, 30 * 1000 * 1000 };
+		double t0 = now();
+		int r, k = atomic_load(&kqn);
+
+		if (n == 3)
+			k = outer;
+		r = kevent(k, NULL, 0, ev, n == 1 ? 1 : 64, &to);
+		if (now() - t0 > 1.03) {
+			printf("SLOW: kevent(%d) took %.2f s (r=%d)\n", k, now() - t0, r);
+			atomic_fetch_add(&slow, 1);
+		}
+		if (r < 0 && errno != EBADF && errno != EINVAL) {
+			printf("reader: %s\n", strerror(errno));
+			atomic_fetch_add(&errs, 1);
+		}
+	}
+	return NULL;
+}
+
+static void *
+changer(void *arg)
+{
+	unsigned seed = 42;
+
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		struct kevent ch[4];
+		int k = atomic_load(&kqn), d;
+
+		EV_SET(&ch[0], pp[0], EVFILT_READ, EV_ADD | ((rand_r(&seed) & 1) ? EV_CLEAR : 0), 0, 0, NULL);
+		EV_SET(&ch[1], rand_r(&seed) % 8, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 1, NULL);
+		EV_SET(&ch[2], 5, EVFILT_USER, EV_ADD, NOTE_TRIGGER, 0, NULL);
+		EV_SET(&ch[3], 5, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+		(void)kevent(k, ch, 4, NULL, 0, NULL);
+		EV_SET(&ch[0], pp[0], EVFILT_READ, EV_DELETE, 0, 0, NULL);
+		(void)kevent(k, ch, 1, NULL, 0, NULL);
+		/* the outer kqueue watches whatever the number is now */
+		EV_SET(&ch[0], k, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+		(void)kevent(outer, ch, 1, NULL, 0, NULL);
+		/* a dup of it */
+		if ((d = dup(k)) >= 0) {
+			struct timespec z = { 0, 0 };
+			struct kevent ev[4];
+			(void)kevent(d, NULL, 0, ev, 4, &z);
+			close(d);
+		}
+	}
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	int secs = argc > 1 ? atoi(argv[1]) : 5, i, base, cycles = 0;
+	pthread_t t[5];
+	double end;
+
+	pipe2(pp, O_NONBLOCK);
+	write(pp[1], "x", 1);
+	outer = kqueue();
+	atomic_store(&kqn, kqueue());
+	base = nfds();
+	for (i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, reader, (void *)(intptr_t)i);
+	pthread_create(&t[4], NULL, changer, NULL);
+	end = now() + secs;
+	while (now() < end) {
+		struct timespec d = { 0, (cycles % 3) * 1000000L };
+		int old = atomic_load(&kqn), nk;
+
+		nanosleep(&d, NULL);
+		close(old);
+		nk = kqueue();
+		if (nk < 0) {
+			printf("kqueue: %s\n", strerror(errno));
+			errs++;
+			break;
+		}
+		atomic_store(&kqn, nk);
+		cycles++;
+	}
+	atomic_store(&stop, 1);
+	for (i = 0; i < 5; i++)
+		pthread_join(t[i], NULL);
+	{
+		struct timespec d = { 0, 100 * 1000 * 1000 };
+		nanosleep(&d, NULL);
+	}
+	/* Expected: the outer kqueue and the current one (epoll + doorbell
+	   each) and at most one timerfd (the current one's). */
+	{
+		int ne = 0, nv = 0, nt = 0, fd;
+		char p[64], l[64];
+
+		for (fd = 0; fd < 1024; fd++) {
+			ssize_t k;
+
+			snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+			if ((k = readlink(p, l, sizeof(l) - 1)) < 0)
+				continue;
+			l[k] = 0;
+			ne += strstr(l, "eventpoll") != NULL;
+			nv += strstr(l, "eventfd") != NULL;
+			nt += strstr(l, "timerfd") != NULL;
+		}
+		if (ne > 2 || nv > 2 || nt > 1) {
+			char c[128];
+
+			printf("LEAK: %d epoll, %d eventfd, %d timerfd (expected 2, 2, <=1)\n",
+			    ne, nv, nt);
+			snprintf(c, sizeof(c), "cd /proc/%d; ls -l fd | cut -c40-; grep -H tfd fdinfo/*", (int)getpid());
+			system(c);
+			errs++;
+		}
+	}
+	printf("a9: %d cycles, slow %d errs %d (fds %d -> %d)\n", cycles, slow, errs, base, nfds());
+	return slow || errs;
+}
