@@ -17,6 +17,10 @@
  *
  * A descriptor that is neither a kqueue nor watched costs two lock-free
  * lookups.  Closing a watched one takes each kqueue's lock in turn.
+ * close() stays async-signal-safe: called from a signal handler that
+ * interrupted the same thread inside a kqueue's lock or reg_lock, it does
+ * not wait for them (kq_in_lock) and the affected
+ * knotes or kqueue are found stale later, as after a raw close.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -69,6 +73,15 @@ kq_retire(int fd, const struct kq_closer *c)
 
 	if (kq == NULL)
 		return closer_run(c, fd);
+	if (kq_in_lock()) {
+		/*
+		 * A signal handler interrupted this thread inside the kqueue's
+		 * lock: waiting would deadlock.  Close the number only; kq
+		 * notices when a system call on it fails (kq_owned).
+		 */
+		kq_release(kq);
+		return closer_run(c, fd);
+	}
 	KQ_LOCK(kq);
 	if (kq->kq_dead || kq_registry_peek(fd) != kq) {
 		KQ_UNLOCK(kq);
@@ -113,11 +126,16 @@ kq_fdclose(int fd)
 		struct kqueue *kq = all[i];
 		struct knote *kn;
 
-		KQ_LOCK(kq);
-		if (!kq->kq_dead)
-			while ((kn = knote_fdchain(kq, fd)) != NULL)
-				(void)knote_drop(kq, kn);
-		KQ_UNLOCK(kq);
+		/* From a signal handler that interrupted this thread inside
+		   that kqueue's lock: leave its knotes stale (found later,
+		   as for a raw close) rather than deadlock. */
+		if (!kq_in_lock()) {
+			KQ_LOCK(kq);
+			if (!kq->kq_dead)
+				while ((kn = knote_fdchain(kq, fd)) != NULL)
+					(void)knote_drop(kq, kn);
+			KQ_UNLOCK(kq);
+		}
 		kq_release(kq);
 	}
 	free(all);
@@ -129,8 +147,8 @@ close(int fd)
 	struct kq_closer c = { SYS_close, -1, 0 };
 
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
-	    !kq_fdwatched(fd), 1))
-		return sys_close(fd);
+	    !kq_fdwatched(fd), 1) || kq_in_lock())
+		return sys_close(fd);	/* (a handler inside reg_lock: raw) */
 	if (kq_fdwatched(fd))
 		kq_fdclose(fd);
 	if (kq_registry_peek(fd) == NULL)
@@ -144,7 +162,8 @@ dup3(int oldfd, int newfd, int flags)
 	struct kq_closer c = { SYS_dup3, oldfd, flags };
 
 	if (__builtin_expect(kq_registry_peek(newfd) == NULL &&
-	    !kq_fdwatched(newfd), 1) || oldfd == newfd)
+	    !kq_fdwatched(newfd), 1) || oldfd == newfd ||
+	    kq_in_lock())
 		return sys_dup3(oldfd, newfd, flags);
 	/* A bad oldfd leaves newfd alone: check it first. */
 	if (fcntl(oldfd, F_GETFD) < 0)
@@ -228,9 +247,10 @@ kq_protected(unsigned int first, unsigned int last, size_t *n)
 	*n = 0;
 	for (i = 0; i < nkq; i++) {
 		struct kqueue *kq = all[i];
-		int s;
+		int s, self = kq_in_lock();
 
-		KQ_LOCK(kq);
+		if (!self)	/* else a handler interrupted us inside it */
+			KQ_LOCK(kq);
 		for (;;) {
 			m = 0;
 			for (s = 0; s < KQ_NSRC; s++)
@@ -248,7 +268,8 @@ kq_protected(unsigned int first, unsigned int last, size_t *n)
 					v[(*n)++] = kq->kq_src[s].ks_fd;
 			*n += kq_proc_fds(kq, v + *n, cap - *n);
 		}
-		KQ_UNLOCK(kq);
+		if (!self)
+			KQ_UNLOCK(kq);
 		kq_release(kq);
 	}
 	free(all);
@@ -305,7 +326,7 @@ close_range(unsigned int first, unsigned int last, int flags)
 	 * copy needs nothing of kq's.  CLOSE_RANGE_CLOEXEC closes nothing.
 	 */
 	if (((unsigned int)flags & (CLOSE_RANGE_CLOEXEC |
-	    CLOSE_RANGE_UNSHARE)) || first > last)
+	    CLOSE_RANGE_UNSHARE)) || first > last || kq_in_lock())
 		return (int)syscall(SYS_close_range, first, last, flags);
 	kq_retire_range(first, last);
 	return kq_close_gaps(first, last, flags);
@@ -316,6 +337,10 @@ closefrom(int lowfd)
 {
 	if (lowfd < 0)
 		lowfd = 0;
+	if (kq_in_lock()) {	/* a handler inside reg_lock */
+		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
+		return;
+	}
 	kq_retire_range((unsigned int)lowfd, ~0U);
 	(void)kq_close_gaps((unsigned int)lowfd, ~0U, 0);	/* Linux >= 5.9 */
 }

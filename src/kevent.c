@@ -1020,7 +1020,9 @@ kq_pending(int fd)
 
 	if (kq == NULL)
 		return 1;	/* a foreign epoll instance: it is readable */
+	kq_tls_enter();
 	if (!kq_mutex_trylock(&kq->kq_lock)) {
+		kq_tls_leave();
 		kq_release(kq);
 		return 1;
 	}

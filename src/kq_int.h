@@ -294,8 +294,44 @@ kq_mutex_unlock(_Atomic int *m)
 		kq_mutex_wake(m);
 }
 
-#define KQ_LOCK(kq)	kq_mutex_lock(&(kq)->kq_lock)
-#define KQ_UNLOCK(kq)	kq_mutex_unlock(&(kq)->kq_lock)
+/*
+ * kq_tls_locks counts the locks (kq_lock, reg_lock) the calling thread holds
+ * or is taking.  close.c, called from a signal handler that interrupted the
+ * thread there, sees it non-zero and does not wait for a lock the thread
+ * itself may hold (kq_in_lock).  Raised before the lock is tried, lowered
+ * after it is let go, with compiler barriers against the handler.
+ */
+extern _Thread_local int kq_tls_locks __attribute__((tls_model("initial-exec")));
+
+static inline void
+kq_tls_enter(void)
+{
+	kq_tls_locks++;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void
+kq_tls_leave(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	kq_tls_locks--;
+}
+
+/* Is the calling thread inside (or taking) one of libkq's locks? */
+static inline int
+kq_in_lock(void)
+{
+	return kq_tls_locks != 0;
+}
+
+#define KQ_LOCK(kq)	do {						\
+	kq_tls_enter();							\
+	kq_mutex_lock(&(kq)->kq_lock);					\
+} while (0)
+#define KQ_UNLOCK(kq)	do {						\
+	kq_mutex_unlock(&(kq)->kq_lock);				\
+	kq_tls_leave();							\
+} while (0)
 
 void		 kq_bell_sync(struct kqueue *);
 int		 kq_bell_create(struct kqueue *);

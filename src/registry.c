@@ -160,10 +160,13 @@ kq_fdwatch_add(int fd, int delta)
 /* Every live kqueue object (created, not yet destroyed), under reg_lock. */
 static struct kqueue *kq_all;
 
+_Thread_local int kq_tls_locks __attribute__((tls_model("initial-exec")));
+
 void
 kq_reg_lock(void)
 {
 	pthread_once(&reg_once, reg_init);
+	kq_tls_enter();
 	pthread_mutex_lock(&reg_lock);
 }
 
@@ -171,8 +174,8 @@ void
 kq_reg_unlock(void)
 {
 	pthread_mutex_unlock(&reg_lock);
+	kq_tls_leave();
 }
-
 /* Link a new kqueue on the list of live ones.  reg_lock held. */
 void
 kq_all_add(struct kqueue *kq)
@@ -209,14 +212,14 @@ kq_registry_hold_all(struct kqueue ***out)
 	size_t n = 0, i = 0;
 
 	*out = NULL;
-	pthread_mutex_lock(&reg_lock);
+	kq_reg_lock();
 	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext)
 		n++;
 	v = n ? kq_malloc(n * sizeof(*v)) : NULL;
 	for (kq = kq_all; v != NULL && kq != NULL; kq = kq->kq_allnext)
 		if (kq_ref_try(kq))
 			v[i++] = kq;
-	pthread_mutex_unlock(&reg_lock);
+	kq_reg_unlock();
 	*out = v;
 	return i;
 }
@@ -268,11 +271,11 @@ kq_pool_get(void)
 	struct kqueue *kq;
 
 	pthread_once(&reg_once, reg_init);
-	pthread_mutex_lock(&reg_lock);
+	kq_reg_lock();
 	kq = pool_free;
 	if (kq != NULL)
 		pool_free = kq->kq_poolnext;
-	pthread_mutex_unlock(&reg_lock);
+	kq_reg_unlock();
 	if (kq == NULL) {
 		kq = kq_aligned_alloc(64, (sizeof(*kq) + 63) & ~(size_t)63);
 		if (kq == NULL)
@@ -287,10 +290,10 @@ kq_pool_get(void)
 void
 kq_pool_put(struct kqueue *kq)
 {
-	pthread_mutex_lock(&reg_lock);
+	kq_reg_lock();
 	kq->kq_poolnext = pool_free;
 	pool_free = kq;
-	pthread_mutex_unlock(&reg_lock);
+	kq_reg_unlock();
 }
 
 /* Was fd a kqueue descriptor of the parent that this fork child kept? */
@@ -318,13 +321,13 @@ kq_registry_orphan(int fd)
 static void
 reg_atfork_prepare(void)
 {
-	pthread_mutex_lock(&reg_lock);
+	kq_reg_lock();
 }
 
 static void
 reg_atfork_parent(void)
 {
-	pthread_mutex_unlock(&reg_lock);
+	kq_reg_unlock();
 }
 
 static void
@@ -365,6 +368,7 @@ reg_atfork_child(void)
 		fork_orphans = kq;
 	}
 	kq_all = NULL;
+	kq_tls_locks = 0;	/* the forking thread held reg_lock */
 	for (i = 0; i < REG_TOP; i++) {
 		_Atomic uint32_t *w = atomic_load(&kq_watch_top[i]);
 

@@ -10,12 +10,8 @@ dir=${1:-build}; cc=${2:-cc}; shift 2 2>/dev/null
 flags=("$@")
 out=$(mktemp -d)
 pass=0 fail=0
-# a14 (close() of a kqueue from a signal handler that interrupted kevent()
-# on it in the same thread) is a documented limitation (kevent.2 LINUX
-# NOTES 1): it is kept as a reproducer, not run.
 for f in tests/attack/a*.c; do
 	n=$(basename "$f" .c)
-	[ "$n" = a14_close_in_handler ] && continue
 	case " ${KQ_ATTACK_SKIP:-} " in *" $n "*) echo "attack $n: skipped"; continue ;; esac
 	if ! "$cc" -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude "${flags[@]}" -o "$out/$n" "$f" \
 	    "$dir/libkq.a" -lpthread 2>"$out/$n.cc"; then
