@@ -62,7 +62,11 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/t
 step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 # a9 races on descriptor numbers by design (it dup()s and closes the
 # numbers other threads recreate kqueues at): TSan rightly reports the test.
-step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP=a9_kq_churn tools/attack-run.sh build-tsan clang -fsanitize=thread | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+# a14 closes a kqueue from a SIGALRM handler 5000 times a second; TSan
+# defers asynchronous handlers to its own interception points and runs
+# them under its own locks, so it says nothing about libkq there (a14 runs
+# in the plain and ASan builds).
+step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP='a9_kq_churn a14_close_in_handler' tools/attack-run.sh build-tsan clang -fsanitize=thread | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
