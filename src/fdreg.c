@@ -302,9 +302,16 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 		 * found closed, and the same file was put back under it (a
 		 * dup2).  Take it over.
 		 */
-		if (e == EEXIST && fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) == 0) {
-			fdreg_set(kq, fd, want | R_REG | keep);
-			return 0;
+		if (e == EEXIST) {
+			/* An EPOLLEXCLUSIVE registration cannot be modified:
+			   replace it. */
+			if (fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) == 0 ||
+			    (fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) == 0 &&
+			    fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) == 0)) {
+				fdreg_set(kq, fd, want | R_REG | keep);
+				return 0;
+			}
+			e = errno;
 		}
 
 		if (e == EPERM) {

@@ -55,7 +55,7 @@ step "attack reproducers (asan+ubsan)" bash -c "tools/attack-run.sh build-asan c
 step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build-asan/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep
 step "fault injection sweep (every filter; k-th alloc/fd/blocking wait fails)" bash -c "timeout 600 build-fault/tests/fault-sweep | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
-step "fuzz (libFuzzer, asan+ubsan, ${KQ_FUZZ_SECONDS:-60}s)" bash -c "tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "fuzz (libFuzzer, asan+ubsan: regression inputs and seeds; ${KQ_FUZZ_SECONDS:-60}s exploratory)" bash -c "KQ_FUZZ_EXPLORE=1 tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "coverage of src/ (tests + fuzz corpus, gcov)" bash -c "tools/coverage.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
