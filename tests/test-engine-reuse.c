@@ -418,6 +418,52 @@ reported_write_knote_of_number_closed_while_dup_open_is_not_reported(
 	E_RUN(closed_write_number_child, (void *)1, 20);
 }
 
+/*
+ * A number closed behind the C library's back (a raw close system call,
+ * as a program that bypasses libc would do) while a dup() keeps the file,
+ * then given the same file again with dup2(): EV_ADD with EV_WAKEONE on it
+ * must work and report, whatever kq still has registered for that file
+ * under that number (Linux only: the raw close).
+ */
+#ifdef __linux__
+#include <sys/syscall.h>
+
+static int
+wakeone_readd_child(void *arg)
+{
+	int kq, p[2], keep, r;
+	struct kevent ev;
+
+	(void)arg;
+	E_SYS(kq = kqueue());
+	E_SYS(pipe(p));
+	E_CHECK(e_change(kq, p[0], EVFILT_READ, EV_ADD | EV_WAKEONE, 0, 0,
+	    NULL) == 0, "first EV_ADD: %s", strerror(errno));
+	E_SYS(keep = dup(p[0]));
+	E_SYS((int)syscall(SYS_close, p[0]));
+	E_CHECK(dup2(keep, p[0]) == p[0], "dup2: %s", strerror(errno));
+	E_CHECK(e_change(kq, p[0], EVFILT_READ, EV_ADD | EV_WAKEONE, 0, 0,
+	    NULL) == 0, "EV_ADD after the number got its file back: %s",
+	    strerror(errno));
+	E_CHECK(write(p[1], "x", 1) == 1, "write");
+	r = kevent(kq, NULL, 0, &ev, 1, &t_zero);
+	E_CHECK(r == 1 && ev.ident == (uintptr_t)p[0] &&
+	    ev.filter == EVFILT_READ, "kevent returned %d", r);
+	close(kq);
+	close(keep);
+	close(p[0]);
+	close(p[1]);
+	return 0;
+}
+
+static void
+wakeone_readd_on_number_given_its_file_back_works(void **state)
+{
+	(void)state;
+	E_RUN(wakeone_readd_child, NULL, 20);
+}
+#endif
+
 /* ------------------------------------------------------------------ */
 /* (d) kevent() on another library's epoll set at the number          */
 /* ------------------------------------------------------------------ */
@@ -546,6 +592,7 @@ main(void)
 		cmocka_unit_test(write_knote_of_number_closed_while_dup_open_is_not_reported),
 		cmocka_unit_test(reported_write_knote_of_number_closed_while_dup_open_is_not_reported),
 #ifdef __linux__
+		cmocka_unit_test(wakeone_readd_on_number_given_its_file_back_works),
 		cmocka_unit_test(kevent_on_foreign_epoll_at_kqueue_number_fails_and_leaves_it),
 		cmocka_unit_test(kevent_on_foreign_epoll_at_kqueue_number_keeps_its_edge),
 		cmocka_unit_test(kevent_on_foreign_epoll_after_blocked_kevent_fails_and_leaves_it),
