@@ -43,7 +43,7 @@ B	:= build-fuzz
 SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DKQ_DEBUG
 else ifeq ($(SAN),cov)
 B	:= build-cov
-SANFLAGS := --coverage
+SANFLAGS := --coverage -DKQ_COVERAGE
 endif
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

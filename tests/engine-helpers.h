@@ -23,6 +23,17 @@
 
 #include "helpers.h"
 
+/*
+ * A scenario's child ends with _exit(); in the coverage build (SAN=cov)
+ * it writes its gcov counters first, or nothing it ran would be counted.
+ */
+#ifdef KQ_COVERAGE
+void	__gcov_dump(void);
+#define E_EXIT(c)	do { int e_c_ = (c); __gcov_dump(); _exit(e_c_); } while (0)
+#else
+#define E_EXIT(c)	_exit(c)
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Clocks                                                             */
 /* ------------------------------------------------------------------ */
@@ -94,7 +105,7 @@ e_fail_at(const char *file, int line, const char *cond, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 	fflush(stderr);
-	_exit(1);
+	E_EXIT(1);
 }
 
 /* In a child: if cond is false, print the message and end the child. */
@@ -131,7 +142,7 @@ e_run_child(int (*fn)(void *), void *arg, unsigned limit_s, const char *what)
 	}
 	if (pid == 0) {
 		signal(SIGPIPE, SIG_IGN);
-		_exit(fn(arg));
+		E_EXIT(fn(arg));
 	}
 	for (;;) {
 		r = waitpid(pid, &status, WNOHANG);

@@ -1156,7 +1156,15 @@ run_child(const struct seq *q, int verb, FILE *out)
 		dup2(fd, 2);
 		setvbuf(stdout, NULL, _IOLBF, 0);
 		verbose = verb;
-		_exit(run_ops(q));
+		{
+			int crc = run_ops(q);
+#ifdef KQ_COVERAGE
+			extern void __gcov_dump(void);
+
+			__gcov_dump();	/* the child's counters (SAN=cov) */
+#endif
+			_exit(crc);
+		}
 	}
 	for (;;) {
 		pid_t w = waitpid(pid, &st, WNOHANG);
