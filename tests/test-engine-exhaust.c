@@ -368,7 +368,7 @@ sweep_prepare(struct sweep *s)
 			close(s->gate[1]);
 			while (read(s->gate[0], &ch, 1) < 0 && errno == EINTR)
 				;
-			_exit(7);
+			E_EXIT(7);
 		}
 		close(s->gate[0]);
 	}

@@ -334,7 +334,7 @@ busy_on_alarm(int sig)
 	w = write(2, busy_what, strlen(busy_what));
 	w = write(2, "\n", 1);
 	(void)w;
-	_exit(1);
+	E_EXIT(1);
 }
 
 static int

@@ -787,7 +787,7 @@ fork_threaded_child(void *arg)
 	sleepers_start(&c, 1);		/* a thread blocked in kevent(kq) */
 	E_SYS(pid = fork());
 	if (pid == 0)
-		_exit(fork_grandchild(c.kq));
+		E_EXIT(fork_grandchild(c.kq));
 	deadline = e_now_ms() + 8000;
 	while ((r = waitpid(pid, &status, WNOHANG)) == 0 &&
 	    e_now_ms() < deadline)
