@@ -277,6 +277,23 @@ kq_protected(unsigned int first, unsigned int last, size_t *n)
 		*n = 0;
 		return NULL;
 	}
+	/* Also the sources of kqueues being destroyed (no reference to
+	   take): their destroy closes them, the range must not. */
+	{
+		int *src;
+		size_t ns = kq_registry_src_fds(&src), j;
+
+		if (ns > 0 && src != NULL) {
+			int *nv = realloc(v, (*n + ns + 1) * sizeof(*v));
+
+			if (nv != NULL) {
+				v = nv;
+				for (j = 0; j < ns; j++)
+					v[(*n)++] = src[j];
+			}
+		}
+		free(src);
+	}
 	if ((fd = kq_sig_evfd_peek()) >= 0)
 		v[(*n)++] = fd;
 	/* Keep those in range, sorted (a handful: insertion sort). */

@@ -414,6 +414,7 @@ struct kqueue	*kq_pool_get(void);
 void		 kq_pool_put(struct kqueue *kq);
 struct kqueue	*kq_registry_find_alias(int fd);
 size_t		 kq_registry_hold_all(struct kqueue ***out);
+size_t		 kq_registry_src_fds(int **out);
 void		 kq_all_add(struct kqueue *kq);
 void		 kq_all_remove_locked(struct kqueue *kq);
 int		 kq_registry_orphan(int fd);

@@ -225,6 +225,34 @@ kq_registry_hold_all(struct kqueue ***out)
 }
 
 /*
+ * The internal source descriptors of every kqueue on the live list, also
+ * those being destroyed (no reference left to take), in a malloc()ed array
+ * (*out); returns the count.  Under reg_lock, where kq_destroy closes them:
+ * a listed number stays kq's until the caller is done with it or the
+ * destroy closes it itself, never handed to anyone else by the caller.
+ */
+size_t
+kq_registry_src_fds(int **out)
+{
+	struct kqueue *kq;
+	size_t n = 0, i = 0;
+	int s, *v;
+
+	kq_reg_lock();
+	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext)
+		n += KQ_NSRC;
+	v = n ? malloc(n * sizeof(*v)) : NULL;
+	for (kq = kq_all; v != NULL && kq != NULL; kq = kq->kq_allnext)
+		for (s = 0; s < KQ_NSRC; s++)
+			if (kq->kq_src[s].ks_ready != NULL &&
+			    kq->kq_src[s].ks_fd >= 0)
+				v[i++] = kq->kq_src[s].ks_fd;
+	kq_reg_unlock();
+	*out = v;
+	return i;
+}
+
+/*
  * Publish kq as the kqueue of descriptor fd, with reg_lock held.  Returns
  * a kqueue previously mapped at that number, which the application closed
  * (the kernel handed the number out again): the caller retires it with
