@@ -39,11 +39,6 @@
 #define CLOSE_RANGE_UNSHARE	(1U << 1)
 #endif
 
-/* The operations themselves (kq_int.h: through TSan's interceptors in
-   TSan builds, so that it still sees descriptors closed). */
-#define sys_close(fd)		kq_close_raw(fd)
-#define sys_dup3(o, n, f)	kq_dup3_raw(o, n, f)
-
 /* The operation that closes or replaces number fd. */
 struct kq_closer {
 	int	op;		/* SYS_close, SYS_dup3 */
@@ -55,8 +50,8 @@ static int
 closer_run(const struct kq_closer *c, int fd)
 {
 	if (c->op == SYS_dup3)
-		return sys_dup3(c->oldfd, fd, c->flags);
-	return sys_close(fd);
+		return kq_dup3_raw(c->oldfd, fd, c->flags);
+	return kq_close_raw(fd);
 }
 
 /*
@@ -148,11 +143,11 @@ close(int fd)
 
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
 	    !kq_fdwatched(fd), 1) || kq_in_lock())
-		return sys_close(fd);	/* (a handler inside reg_lock: raw) */
+		return kq_close_raw(fd);	/* (a handler inside reg_lock: raw) */
 	if (kq_fdwatched(fd))
 		kq_fdclose(fd);
 	if (kq_registry_peek(fd) == NULL)
-		return sys_close(fd);
+		return kq_close_raw(fd);
 	return kq_retire(fd, &c);
 }
 
@@ -164,14 +159,14 @@ dup3(int oldfd, int newfd, int flags)
 	if (__builtin_expect(kq_registry_peek(newfd) == NULL &&
 	    !kq_fdwatched(newfd), 1) || oldfd == newfd ||
 	    kq_in_lock())
-		return sys_dup3(oldfd, newfd, flags);
+		return kq_dup3_raw(oldfd, newfd, flags);
 	/* A bad oldfd leaves newfd alone: check it first. */
 	if (fcntl(oldfd, F_GETFD) < 0)
 		return -1;
 	if (kq_fdwatched(newfd))
 		kq_fdclose(newfd);
 	if (kq_registry_peek(newfd) == NULL)
-		return sys_dup3(oldfd, newfd, flags);
+		return kq_dup3_raw(oldfd, newfd, flags);
 	return kq_retire(newfd, &c);
 }
 
@@ -241,61 +236,53 @@ static int *
 kq_protected(unsigned int first, unsigned int last, size_t *n)
 {
 	struct kqueue **all;
-	size_t nkq = kq_registry_hold_all(&all), cap = 16, i, k, m;
-	int *v = kq_malloc(cap * sizeof(*v)), fd;
+	size_t nkq, cap, i, k, m;
+	int *v, fd;
 
-	*n = 0;
+	/*
+	 * The internal sources of every kqueue, live or being destroyed
+	 * (whose destroy closes them: the range must not), then the pidfds
+	 * of the live ones, then the signal eventfd.
+	 */
+	*n = kq_registry_src_fds(&v);
+	cap = *n;
+	nkq = kq_registry_hold_all(&all);
 	for (i = 0; i < nkq; i++) {
 		struct kqueue *kq = all[i];
-		int s, self = kq_in_lock();
+		int self = kq_in_lock();
 
 		if (!self)	/* else a handler interrupted us inside it */
 			KQ_LOCK(kq);
-		for (;;) {
-			m = 0;
-			for (s = 0; s < KQ_NSRC; s++)
-				if (kq->kq_src[s].ks_ready != NULL)
-					m++;
-			m += kq_proc_fds(kq, NULL, 0);
-			if (v == NULL || *n + m + 1 <= cap)
-				break;
-			cap = 2 * (*n + m + 1);
-			v = kq_realloc(v, cap * sizeof(*v));
+		m = kq_proc_fds(kq, NULL, 0);
+		if (*n + m + 1 > cap) {
+			int *nv = kq_realloc(v, 2 * (*n + m + 1) * sizeof(*v));
+
+			if (nv != NULL) {
+				v = nv;
+				cap = 2 * (*n + m + 1);
+			}
 		}
-		if (v != NULL) {
-			for (s = 0; s < KQ_NSRC; s++)
-				if (kq->kq_src[s].ks_ready != NULL)
-					v[(*n)++] = kq->kq_src[s].ks_fd;
+		if (v != NULL && *n + m <= cap)
 			*n += kq_proc_fds(kq, v + *n, cap - *n);
-		}
 		if (!self)
 			KQ_UNLOCK(kq);
 		kq_release(kq);
 	}
 	free(all);
+	if ((fd = kq_sig_evfd_peek()) >= 0 && *n == cap) {
+		int *nv = kq_realloc(v, (cap + 1) * sizeof(*v));
+
+		if (nv != NULL) {
+			v = nv;
+			cap++;
+		}
+	}
+	if (fd >= 0 && *n < cap)
+		v[(*n)++] = fd;
 	if (v == NULL) {
 		*n = 0;
 		return NULL;
 	}
-	/* Also the sources of kqueues being destroyed (no reference to
-	   take): their destroy closes them, the range must not. */
-	{
-		int *src;
-		size_t ns = kq_registry_src_fds(&src), j;
-
-		if (ns > 0 && src != NULL) {
-			int *nv = realloc(v, (*n + ns + 1) * sizeof(*v));
-
-			if (nv != NULL) {
-				v = nv;
-				for (j = 0; j < ns; j++)
-					v[(*n)++] = src[j];
-			}
-		}
-		free(src);
-	}
-	if ((fd = kq_sig_evfd_peek()) >= 0)
-		v[(*n)++] = fd;
 	/* Keep those in range, sorted (a handful: insertion sort). */
 	for (i = k = 0; i < *n; i++)
 		if ((unsigned int)v[i] >= first && (unsigned int)v[i] <= last)
