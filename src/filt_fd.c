@@ -194,15 +194,24 @@ static int
 filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
-	int fd = (int)kn->kn_ident, n, eof, k, r;
+	int fd = (int)kn->kn_ident, n, eof, k, r, stale;
 	int64_t data;
 
 	if (kn->kn_reg & R_NOPOLL)
 		return file_read_event(kq, kn, out);
-	if (hint == 0) {
+	/*
+	 * A stale mask (KQ_HINT_STALE) is trusted only for EPOLLIN, and
+	 * only once a byte count confirms it: an end of file or an error in
+	 * it may belong to the file the number named before.
+	 */
+	stale = (hint & KQ_HINT_STALE) != 0;
+	hint &= ~KQ_HINT_STALE;
+	if (hint == 0 || (stale &&
+	    (hint & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))) {
 		if ((r = fd_poll(fd, POLLIN | POLLRDHUP)) < 0)
 			return -1;
 		hint = (uint32_t)r;
+		stale = 0;
 	}
 	if (!(hint & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 		return 0;
@@ -224,6 +233,14 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	} else if (r == -EBADF)
 		return -1;
 	else {
+		if (stale) {
+			/* No byte count to confirm the mask: look again. */
+			if ((r = fd_poll(fd, POLLIN | POLLRDHUP)) < 0)
+				return -1;
+			if (!(r & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+				return 0;
+			eof = (r & (EPOLLRDHUP | EPOLLHUP)) != 0;
+		}
 		k = fd_kind(kq, kn);
 		if (k == K_SOCK || k == K_LISTEN)
 			data = listen_backlog(fd);

@@ -30,7 +30,9 @@
  * round; blocking waits are bounded by
  * the deadline, which is checked after each of them.
  *
- * kq_lock is held throughout except around an epoll_wait() that may block.
+ * kq_lock is held throughout except around an epoll_wait() that may block,
+ * and around the first one of a call that finds the active list empty (the
+ * fast round: that wait is the whole collection, see kq_scan).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -417,9 +419,13 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		/*
 		 * If another thread changed registrations while we waited,
 		 * the event may predate them (a dispatched knote re-enabled
-		 * after its data was consumed): re-check instead.
+		 * after its data was consumed): re-check instead.  READ
+		 * verifies what it uses itself (KQ_HINT_STALE): a byte
+		 * count proves readability without a second look.
 		 */
-		r = fop->f_event(kq, kn, stale ? 0 : e->events, &out[k]);
+		r = fop->f_event(kq, kn, !stale ? e->events :
+		    kn->kn_filter == EVFILT_READ ? e->events | KQ_HINT_STALE :
+		    0, &out[k]);
 		if (r == KN_EVDROP) {
 			knote_drop(kq, kn);
 			continue;
@@ -724,7 +730,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 {
 	struct epoll_event ev[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
-	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0;
+	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0, fast;
 	uint32_t seq;
 	uint64_t runs;
 
@@ -733,7 +739,27 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	else if (tsp->tv_sec == 0 && tsp->tv_nsec == 0)
 		zero = 1;
 	kq->kq_scanid++;
+	/*
+	 * With the active list empty (and no rebuild or EMPTY re-check due),
+	 * the epoll set is all there is to collect: the first round skips
+	 * the look under kq_lock and goes straight to the wait, outside it
+	 * (a zero timeout makes it a look).  The events it brings are
+	 * translated under the lock as any wait's.
+	 */
+	fast = kq->kq_count == 0 && !kq->kq_zombie && kq->kq_nrepoll == 0;
 	for (;;) {
+		if (fast) {
+			fast = 0;
+			if (zero)
+				tmo = 0;
+			else if (infinite)
+				tmo = -1;
+			else {
+				tmo = ts_to_ns(tsp);
+				deadline = kq_now_ns() + tmo;
+			}
+			goto wait;
+		}
 		n = kq_collect(kq, ev, out, nevents);
 		if (n < 0) {
 			n = kq_syserr(kq, -n, held);
@@ -773,6 +799,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		if (kq->kq_nrepoll > 0 && (tmo < 0 ||
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
+wait:
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */
 		runs = kq_sig_app_runs();
@@ -813,6 +840,8 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			}
 			break;
 		}
+		if (zero && r == 0)
+			break;		/* the fast round's look: nothing */
 		/* Only stale or internal events, or the timeout: round again
 		   (an infinite wait never returns 0). */
 	}

@@ -115,7 +115,8 @@ struct knote;
  *		filter then).  Returns 0 or an errno (ENOENT/EBADF: the
  *		descriptor behind it was closed or its number reused).
  * f_event	is the knote's condition true?  hint is the epoll event mask
- *		that woke it, or 0 for a re-check from the active list.  When
+ *		that woke it, or 0 for a re-check from the active list; for
+ *		EVFILT_READ the mask may carry KQ_HINT_STALE (below).  When
  *		true, fill out->data, out->fflags and OR extra flags (EV_EOF)
  *		into out->flags and return 1; otherwise return 0.
  *		KN_EVDROP: the knote's object is gone and nothing is to be
@@ -127,6 +128,14 @@ struct knote;
  *		NULL for knotes without one.
  */
 #define KN_EVDROP	(-2)	/* f_event: drop the knote silently */
+/*
+ * In an EVFILT_READ hint: the mask was fetched by a blocking wait during
+ * which registrations changed, so it may predate them (the number closed
+ * and registered again, a dispatched knote re-enabled after its data was
+ * consumed).  The filter must not trust it beyond what it verifies now.
+ * EPOLLET's bit: epoll never reports it.
+ */
+#define KQ_HINT_STALE	(1u << 31)
 
 struct filterops {
 	int	f_isfd;		/* ident is a descriptor */
