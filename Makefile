@@ -60,7 +60,7 @@ LDLIBS_T   := -lpthread
 LIB_SRCS := $(wildcard src/*.c)
 LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
-	close dup2 dup3 close_range closefrom
+	close dup2 dup3 close_range closefrom getsockopt
 ifeq ($(SAN),fault)
 LIB_EXPORTS += kq_fault_set kq_fault_count
 endif
@@ -90,7 +90,7 @@ $(B)/libkq.so: $(LIB_OBJS) src/libkq.map
 
 # The static archive holds one pre-linked object whose only global symbols
 # are the public API, so libkq's internals never clash with a program's.
-$(B)/libkq.a: $(LIB_OBJS)
+$(B)/libkq.a: $(LIB_OBJS) Makefile
 	rm -f $@
 	ld -r -o $(B)/libkq-all.o $(LIB_OBJS)
 	objcopy $(addprefix --keep-global-symbol=,$(LIB_EXPORTS)) \

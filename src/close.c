@@ -141,6 +141,7 @@ close(int fd)
 {
 	struct kq_closer c = { SYS_close, -1, 0 };
 
+	kq_sockerr_forget(fd);
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
 	    !kq_fdwatched(fd), 1) || kq_in_lock())
 		return kq_close_raw(fd);	/* (a handler inside reg_lock: raw) */

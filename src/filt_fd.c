@@ -81,8 +81,21 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 		return k;
 	if (fstat(fd, &st) != 0)
 		return K_UNKNOWN;
-	if (S_ISSOCK(st.st_mode))
+	if (S_ISSOCK(st.st_mode)) {
+		int type = 0;
+		socklen_t len = sizeof(type);
+
 		k = K_SOCK;
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+		    (type == SOCK_DGRAM || type == SOCK_SEQPACKET ||
+		    type == SOCK_RAW)) {
+			int dom = 0;
+
+			len = sizeof(dom);
+			k = getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom,
+			    &len) == 0 && dom == AF_UNIX ? K_UDGRAM : K_DGRAM;
+		}
+	}
 	else if (S_ISFIFO(st.st_mode))
 		k = K_PIPE;
 	else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
@@ -110,6 +123,95 @@ eventfd_count(int fd)
 	unsigned long long v;
 
 	return fd_info_field(fd, "eventfd-count:", 16, &v) ? (int64_t)v : 0;
+}
+
+/*
+ * A datagram socket's readable bytes as FreeBSD counts them: the payload
+ * of every queued datagram (FIONREAD gives the first one's only).  The
+ * queue is walked without consuming it, with the socket's peek offset
+ * (SO_PEEK_OFF): a peek at offset o looks at the datagram that starts
+ * there, and MSG_TRUNC makes it return that datagram's whole payload while
+ * copying nothing.
+ *   UDP moves the offset past each datagram it peeks at, so one
+ *   recvmmsg() of DG_BATCH empty entries walks DG_BATCH datagrams;
+ *   AF_UNIX moves it only by the bytes copied, so the offset is set before
+ *   each peek (two system calls a datagram; its queue is short:
+ *   net.unix.max_dgram_qlen).
+ * The application's own peek offset (-1 unless it set one) is put back.
+ * At most DG_WALK_MAX datagrams are counted.  Walks of one socket are
+ * serialised by a striped lock (a leaf lock, taken under kq_lock); an
+ * application peeking at the socket from another thread during a walk
+ * would see the offset (kevent.2 LINUX NOTES).  Returns -1 where the
+ * socket has no peek offset (raw sockets): the caller keeps FIONREAD's.
+ */
+#define DG_BATCH	64
+#define DG_WALK_MAX	4096
+#define DG_STRIPES	64
+
+static _Atomic int dg_stripe[DG_STRIPES];
+
+static int
+dg_set_off(int fd, int off)
+{
+	return setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof(off));
+}
+
+static int64_t
+dgram_total(int fd, int unix_domain)
+{
+	struct mmsghdr m[DG_BATCH];
+	int old = -1, r, i, walked = 0;
+	socklen_t len = sizeof(old);
+	_Atomic int *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+	int64_t total = 0;
+	char c;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, &len) != 0)
+		return -1;
+	kq_mutex_lock(lk);
+	if (dg_set_off(fd, 0) != 0) {
+		kq_mutex_unlock(lk);
+		return -1;
+	}
+	if (unix_domain) {
+		while (walked++ < DG_WALK_MAX && total <= INT_MAX &&
+		    (r = (int)recv(fd, &c, 0,
+		    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT)) >= 0) {
+			total += r;
+			if (dg_set_off(fd, (int)total) != 0)
+				break;
+		}
+	} else {
+		memset(m, 0, sizeof(m));
+		do {
+			r = recvmmsg(fd, m, DG_BATCH,
+			    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL);
+			for (i = 0; i < r; i++)
+				total += m[i].msg_len;
+			walked += r;
+		} while (r == DG_BATCH && walked < DG_WALK_MAX);
+	}
+	(void)dg_set_off(fd, old);
+	kq_mutex_unlock(lk);
+	return total;
+}
+
+/*
+ * fflags of an EV_EOF report, as FreeBSD's socket filters: the socket's
+ * pending error (so_error), 0 for everything else.  Linux clears the error
+ * when it is read; sockerr.c keeps it for the application's
+ * getsockopt(SO_ERROR).  mask is the epoll mask that showed the end of
+ * file: EPOLLERR says the kernel holds an error.
+ */
+static uint32_t
+sock_eof_error(struct kqueue *kq, struct knote *kn, uint32_t mask)
+{
+	int k = fd_kind(kq, kn);
+
+	if (k != K_SOCK && k != K_DGRAM && k != K_UDGRAM && k != K_LISTEN)
+		return 0;
+	return (uint32_t)kq_sockerr((int)kn->kn_ident,
+	    (mask & EPOLLERR) != 0);
 }
 
 /* Connections waiting on a listening socket. */
@@ -227,9 +329,15 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 				return -1;
 			if (!(r & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 				return 0;
+			hint = (uint32_t)r;
 			eof = (r & (EPOLLRDHUP | EPOLLHUP)) != 0;
 		}
 		data = n;
+		/* A datagram socket: every queued datagram's payload. */
+		if (R_KIND(kn->kn_reg) != K_PIPE &&
+		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM) &&
+		    (data = dgram_total(fd, k == K_UDGRAM)) < 0)
+			data = n;
 	} else if (r == -EBADF)
 		return -1;
 	else {
@@ -239,10 +347,12 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 				return -1;
 			if (!(r & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 				return 0;
+			hint = (uint32_t)r;
 			eof = (r & (EPOLLRDHUP | EPOLLHUP)) != 0;
 		}
 		k = fd_kind(kq, kn);
-		if (k == K_SOCK || k == K_LISTEN)
+		if (k == K_SOCK || k == K_DGRAM || k == K_UDGRAM ||
+		    k == K_LISTEN)
 			data = listen_backlog(fd);
 		else if (k == K_EVENTFD)
 			data = eventfd_count(fd);
@@ -262,7 +372,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
 		return 0;
 	out->data = data;
-	out->fflags = 0;
+	out->fflags = eof ? sock_eof_error(kq, kn, hint) : 0;
 	if (eof)
 		out->flags |= EV_EOF;
 	return 1;
@@ -283,7 +393,7 @@ write_space(struct kqueue *kq, struct knote *kn)
 			return r == -EBADF ? -1 : 0;
 		return cap - n > 0 ? cap - n : 0;
 	}
-	if (k == K_SOCK) {
+	if (k == K_SOCK || k == K_DGRAM || k == K_UDGRAM) {
 		uint32_t mi[SK_MEMINFO_VARS];
 		socklen_t len = sizeof(mi);
 		int64_t used;
@@ -339,7 +449,7 @@ filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
 		return 0;
 	out->data = data;
-	out->fflags = 0;
+	out->fflags = eof ? sock_eof_error(kq, kn, hint) : 0;
 	if (eof)
 		out->flags |= EV_EOF;
 	return 1;

@@ -390,20 +390,10 @@ socket_eof_after_reset_carries_so_error(void **state)
 	assert_int_equal(r, 1);
 	assert_int_equal(ev.ident, c);
 	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
-#ifdef __linux__
-	{
-		/*
-		 * Documented divergence (kevent.2, LINUX NOTES): Linux
-		 * cannot read a socket's pending error without clearing it,
-		 * so kq reports fflags 0 and leaves the error for the
-		 * application, which FreeBSD's kqueue also leaves in place.
-		 */
-		assert_int_equal(ev.fflags, 0);
-		assert_int_equal(t_so_error(c), ECONNRESET);
-	}
-#else
+	/* FreeBSD: fflags is so_error, which stays for the application. */
 	assert_int_equal(ev.fflags, ECONNRESET);
-#endif
+	assert_int_equal(t_so_error(c), ECONNRESET);
+	assert_int_equal(t_so_error(c), 0);
 
 	close(kq);
 	close(c);

@@ -1,0 +1,678 @@
+/*
+ * test-socket.c -- the two socket details FreeBSD programs such as nginx
+ * read from an event: the socket's error in fflags with EV_EOF, and the
+ * payload of every queued datagram in a datagram socket's READ data.
+ *
+ * FreeBSD (filt_soread / filt_sowrite): at EOF, fflags = so_error, and
+ * so_error stays for the application's getsockopt(SO_ERROR); READ data is
+ * sbavail - sb_ctl, the protocol data of the whole receive buffer, which
+ * for UDP and datagram AF_UNIX sockets is every queued datagram's payload
+ * (addresses are control data, not counted).  Only <sys/event.h> and POSIX
+ * are used (SO_PEEK_OFF, a Linux option, only where it exists).
+ */
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "helpers.h"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Wait up to ms milliseconds for one event matching filter on ident. */
+static int
+wait_for(int kq, uintptr_t ident, short filter, struct kevent *out, int ms)
+{
+	struct timespec ts = { 0, 10 * 1000000L };
+
+	for (int i = 0; i < ms / 10 + 1; i++) {
+		struct kevent ev[4];
+		int n = kevent(kq, NULL, 0, ev, 4, &ts);
+
+		assert_true(n >= 0);
+		for (int k = 0; k < n; k++)
+			if (ev[k].ident == ident && ev[k].filter == filter) {
+				*out = ev[k];
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/* A loopback TCP port with no listener (bound then closed). */
+static struct sockaddr_in
+dead_port(void)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(s >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&sin, &len), 0);
+	close(s);
+	return sin;
+}
+
+/*
+ * A non-blocking connect() to a port with no listener, in progress or
+ * refused already (the error then pending).  Returns the socket.
+ */
+static int
+refused_connect(void)
+{
+	struct sockaddr_in sin = dead_port();
+	int c = socket(AF_INET, SOCK_STREAM, 0), r;
+
+	assert_true(c >= 0);
+	set_nonblock(c);
+	r = connect(c, (struct sockaddr *)&sin, sizeof(sin));
+	/* connect() itself may consume a refusal seen at once: retry. */
+	if (r < 0 && errno == ECONNREFUSED) {
+		close(c);
+		return refused_connect();
+	}
+	assert_true(r < 0 && errno == EINPROGRESS);
+	return c;
+}
+
+/* Wait until fd's error is pending (poll reports it, nothing read). */
+static void
+wait_error_pending(int fd)
+{
+	struct pollfd p = { fd, POLLOUT, 0 };
+
+	for (int i = 0; i < 200; i++) {
+		assert_true(poll(&p, 1, 10) >= 0);
+		if (p.revents & (POLLERR | POLLHUP))
+			return;
+	}
+	fail_msg("no error became pending");
+}
+
+static int
+tcp_listener(struct sockaddr_in *sin)
+{
+	socklen_t len = sizeof(*sin);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(s >= 0);
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)sin, sizeof(*sin)), 0);
+	assert_int_equal(listen(s, 8), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)sin, &len), 0);
+	return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* Socket errors in fflags                                            */
+/* ------------------------------------------------------------------ */
+
+static void
+refused(short filter, unsigned short flags)
+{
+	int kq = t_new_kq(), c = refused_connect();
+	struct kevent ev;
+
+	t_change(kq, c, filter, EV_ADD | flags, 0, 0, NULL);
+	assert_int_equal(wait_for(kq, c, filter, &ev, 2000), 1);
+	assert_true(ev.flags & EV_EOF);
+	assert_int_equal(ev.fflags, ECONNREFUSED);
+	/* Still the program's to read, once (FreeBSD leaves so_error). */
+	assert_int_equal(t_so_error(c), ECONNREFUSED);
+	assert_int_equal(t_so_error(c), 0);
+	close(c);
+	close(kq);
+}
+
+static void
+refused_connect_puts_econnrefused_in_read_fflags(void **state)
+{
+	(void)state;
+	refused(EVFILT_READ, 0);
+}
+
+static void
+refused_connect_puts_econnrefused_in_write_fflags(void **state)
+{
+	(void)state;
+	refused(EVFILT_WRITE, 0);
+}
+
+static void
+refused_connect_puts_econnrefused_in_read_fflags_with_ev_clear(void **state)
+{
+	(void)state;
+	refused(EVFILT_READ, EV_CLEAR);
+}
+
+static void
+refused_connect_puts_econnrefused_in_write_fflags_with_ev_clear(void **state)
+{
+	(void)state;
+	refused(EVFILT_WRITE, EV_CLEAR);
+}
+
+static void
+refused_connect_reports_the_error_on_read_and_write_knotes_both(void **state)
+{
+	int kq = t_new_kq(), c = refused_connect();
+	struct kevent ev[2];
+	int got = 0, n;
+
+	(void)state;
+	t_change(kq, c, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	t_change(kq, c, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	wait_error_pending(c);
+	n = t_poll(kq, ev, 2);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++) {
+		assert_true(ev[i].flags & EV_EOF);
+		assert_int_equal(ev[i].fflags, ECONNREFUSED);
+		got |= ev[i].filter == EVFILT_READ ? 1 : 2;
+	}
+	assert_int_equal(got, 3);
+	assert_int_equal(t_so_error(c), ECONNREFUSED);
+	close(c);
+	close(kq);
+}
+
+static void
+level_triggered_report_repeats_the_error_until_it_is_read(void **state)
+{
+	int kq = t_new_kq(), c = refused_connect();
+	struct kevent ev;
+
+	(void)state;
+	t_change(kq, c, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	assert_int_equal(wait_for(kq, c, EVFILT_WRITE, &ev, 2000), 1);
+	assert_int_equal(ev.fflags, ECONNREFUSED);
+	ev = t_expect_one(kq);
+	assert_true(ev.flags & EV_EOF);
+	assert_int_equal(ev.fflags, ECONNREFUSED);
+	assert_int_equal(t_so_error(c), ECONNREFUSED);
+	close(c);
+	close(kq);
+}
+
+static void
+error_pending_before_ev_add_is_reported_at_once(void **state)
+{
+	int kq = t_new_kq(), c = refused_connect();
+	struct kevent ev;
+
+	(void)state;
+	wait_error_pending(c);
+	t_change(kq, c, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, c);
+	assert_true(ev.flags & EV_EOF);
+	assert_int_equal(ev.fflags, ECONNREFUSED);
+	assert_int_equal(t_so_error(c), ECONNREFUSED);
+	close(c);
+	close(kq);
+}
+
+static void
+reset_connection_puts_econnreset_in_write_fflags(void **state)
+{
+	struct sockaddr_in sin;
+	struct linger lg = { 1, 0 };
+	int kq = t_new_kq(), ls = tcp_listener(&sin), c, s;
+	struct kevent ev;
+
+	(void)state;
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(c >= 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_true((s = accept(ls, NULL, NULL)) >= 0);
+	close(ls);
+	t_change(kq, c, EVFILT_WRITE, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	ev = t_expect_one(kq);		/* writable */
+	assert_false(ev.flags & EV_EOF);
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg,
+	    sizeof(lg)), 0);
+	close(s);			/* a reset */
+	assert_int_equal(wait_for(kq, c, EVFILT_WRITE, &ev, 2000), 1);
+	assert_true(ev.flags & EV_EOF);
+	assert_int_equal(ev.fflags, ECONNRESET);
+	assert_int_equal(t_so_error(c), ECONNRESET);
+	close(c);
+	close(kq);
+}
+
+static void
+clean_close_by_peer_leaves_fflags_zero(void **state)
+{
+	struct sockaddr_in sin;
+	int kq = t_new_kq(), ls = tcp_listener(&sin), c, s;
+	struct kevent ev;
+
+	(void)state;
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(c >= 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_true((s = accept(ls, NULL, NULL)) >= 0);
+	close(ls);
+	t_change(kq, c, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	close(s);			/* a FIN */
+	assert_int_equal(wait_for(kq, c, EVFILT_READ, &ev, 2000), 1);
+	assert_true(ev.flags & EV_EOF);
+	assert_int_equal(ev.fflags, 0);
+	assert_int_equal(t_so_error(c), 0);
+	close(c);
+	close(kq);
+}
+
+static void
+new_socket_on_the_number_of_a_failed_one_has_no_error(void **state)
+{
+	struct sockaddr_in sin;
+	int kq = t_new_kq(), ls = tcp_listener(&sin), c = refused_connect(), d;
+	struct kevent ev;
+
+	(void)state;
+	t_change(kq, c, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	assert_int_equal(wait_for(kq, c, EVFILT_WRITE, &ev, 2000), 1);
+	assert_int_equal(ev.fflags, ECONNREFUSED);
+	close(c);			/* its error never read */
+	d = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(d, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	if (d != c) {
+		/* Put the new socket on the old number. */
+		assert_int_equal(dup2(d, c), c);
+		close(d);
+		d = c;
+	}
+	assert_int_equal(t_so_error(d), 0);
+	close(d);
+	close(ls);
+	close(kq);
+}
+
+/* ------------------------------------------------------------------ */
+/* Datagram sockets: data is every queued datagram's payload          */
+/* ------------------------------------------------------------------ */
+
+struct dgpair {
+	int rx, tx;
+	int family;
+	int connected;
+};
+
+/* A receiving and a sending datagram socket on the loopback address. */
+static int
+dg_open(struct dgpair *p, int family, int type, int connected)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	memset(&ss, 0, sizeof(ss));
+	p->family = family;
+	p->connected = connected;
+	if (family == AF_UNIX) {
+		int sv[2];
+
+		assert_int_equal(socketpair(AF_UNIX, type, 0, sv), 0);
+		p->rx = sv[0];
+		p->tx = sv[1];
+		p->connected = 1;
+		return 1;
+	}
+	p->rx = socket(family, type, 0);
+	if (p->rx < 0 && family == AF_INET6)
+		return 0;
+	assert_true(p->rx >= 0);
+	if (family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		a->sin_family = AF_INET;
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_loopback;
+		len = sizeof(*a);
+	}
+	if (bind(p->rx, (struct sockaddr *)&ss, len) != 0) {
+		/* No IPv6 loopback address here. */
+		assert_int_equal(family, AF_INET6);
+		close(p->rx);
+		return 0;
+	}
+	assert_int_equal(getsockname(p->rx, (struct sockaddr *)&ss, &len), 0);
+	p->tx = socket(family, type, 0);
+	assert_true(p->tx >= 0);
+	assert_int_equal(connect(p->tx, (struct sockaddr *)&ss, len), 0);
+	if (connected) {
+		struct sockaddr_storage me;
+		socklen_t ml = sizeof(me);
+
+		assert_int_equal(getsockname(p->tx, (struct sockaddr *)&me,
+		    &ml), 0);
+		assert_int_equal(connect(p->rx, (struct sockaddr *)&me, ml),
+		    0);
+	}
+	set_nonblock(p->rx);
+	return 1;
+}
+
+static void
+dg_close(struct dgpair *p)
+{
+	close(p->rx);
+	close(p->tx);
+}
+
+/* Datagram i of a burst: sizes 1, 8, 15, ... bytes, content i. */
+static size_t
+dg_size(int i)
+{
+	return (size_t)(1 + 7 * i);
+}
+
+static int64_t
+dg_send(struct dgpair *p, int count)
+{
+	char buf[512];
+	int64_t total = 0;
+
+	for (int i = 0; i < count; i++) {
+		memset(buf, 'a' + i % 26, sizeof(buf));
+		assert_int_equal(send(p->tx, buf, dg_size(i), 0),
+		    (ssize_t)dg_size(i));
+		total += (int64_t)dg_size(i);
+	}
+	return total;
+}
+
+/* Wait until the receiver holds count datagrams' worth of payload. */
+static void
+dg_settle(int kq, struct dgpair *p, int64_t total)
+{
+	struct kevent ev;
+
+	for (int i = 0; i < 200; i++) {
+		if (wait_for(kq, p->rx, EVFILT_READ, &ev, 10) &&
+		    ev.data == total)
+			return;
+	}
+	fail_msg("data never reached %lld", (long long)total);
+}
+
+static void
+dg_check(int family, int type, int connected, int count)
+{
+	struct dgpair p;
+	int kq = t_new_kq();
+	int64_t total;
+	struct kevent ev;
+
+	if (!dg_open(&p, family, type, connected)) {
+		close(kq);
+		skip();
+	}
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	total = dg_send(&p, count);
+	dg_settle(kq, &p, total);
+	/* Level-triggered: the same count again, nothing consumed. */
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, total);
+	/* Reading the first leaves the others' payload. */
+	{
+		char buf[512];
+
+		assert_int_equal(recv(p.rx, buf, sizeof(buf), 0),
+		    (ssize_t)dg_size(0));
+	}
+	if (count > 1) {
+		ev = t_expect_one(kq);
+		assert_int_equal(ev.data, total - (int64_t)dg_size(0));
+	} else
+		t_expect_none(kq);
+	dg_close(&p);
+	close(kq);
+}
+
+static void
+udp4_data_is_one_datagram_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET, SOCK_DGRAM, 0, 1);
+}
+
+static void
+udp4_data_is_two_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET, SOCK_DGRAM, 0, 2);
+}
+
+static void
+udp4_data_is_fifty_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET, SOCK_DGRAM, 0, 50);
+}
+
+static void
+udp4_connected_data_is_fifty_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET, SOCK_DGRAM, 1, 50);
+}
+
+static void
+udp4_connected_data_is_two_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET, SOCK_DGRAM, 1, 2);
+}
+
+static void
+udp6_data_is_one_datagram_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET6, SOCK_DGRAM, 0, 1);
+}
+
+static void
+udp6_data_is_two_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET6, SOCK_DGRAM, 0, 2);
+}
+
+static void
+udp6_data_is_fifty_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET6, SOCK_DGRAM, 0, 50);
+}
+
+static void
+udp6_connected_data_is_fifty_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_INET6, SOCK_DGRAM, 1, 50);
+}
+
+static void
+unix_dgram_data_is_fifty_datagrams_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_UNIX, SOCK_DGRAM, 1, 50);
+}
+
+static void
+unix_seqpacket_data_is_every_record_payload(void **state)
+{
+	(void)state;
+	dg_check(AF_UNIX, SOCK_SEQPACKET, 1, 20);
+}
+
+/*
+ * nginx's way under EV_CLEAR: take data as the bytes available, read
+ * datagrams until that many were read (or EAGAIN), then wait for the next
+ * event.  Every datagram of a burst must be received.
+ */
+static void
+reader_trusting_data(int family, int connected)
+{
+	struct dgpair p;
+	int kq = t_new_kq(), got = 0, count = 50;
+	struct kevent ev;
+	char buf[512];
+
+	if (!dg_open(&p, family, SOCK_DGRAM, connected)) {
+		close(kq);
+		skip();
+	}
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	(void)dg_send(&p, count);
+	while (got < count && wait_for(kq, p.rx, EVFILT_READ, &ev, 500)) {
+		int64_t available = ev.data;
+
+		assert_true(available > 0);
+		while (available > 0) {
+			ssize_t n = recv(p.rx, buf, sizeof(buf), 0);
+
+			if (n < 0) {
+				assert_int_equal(errno, EAGAIN);
+				break;
+			}
+			assert_int_equal(n, (ssize_t)dg_size(got));
+			got++;
+			available -= n;
+		}
+	}
+	assert_int_equal(got, count);
+	dg_close(&p);
+	close(kq);
+}
+
+static void
+udp4_reader_trusting_data_gets_every_datagram_with_ev_clear(void **state)
+{
+	(void)state;
+	reader_trusting_data(AF_INET, 0);
+}
+
+static void
+udp6_reader_trusting_data_gets_every_datagram_with_ev_clear(void **state)
+{
+	(void)state;
+	reader_trusting_data(AF_INET6, 1);
+}
+
+static void
+udp_note_lowat_counts_every_datagram(void **state)
+{
+	struct dgpair p;
+	int kq = t_new_kq();
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	/* 1 + 8 = 9 bytes in two datagrams, then 10; mark at 20. */
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, NOTE_LOWAT, 20, NULL);
+	(void)dg_send(&p, 2);
+	usleep(20000);
+	t_expect_none(kq);
+	(void)dg_send(&p, 1);	/* another 1-byte datagram: 10 bytes */
+	usleep(20000);
+	t_expect_none(kq);
+	{
+		char buf[16];
+
+		memset(buf, 'z', sizeof(buf));
+		assert_int_equal(send(p.tx, buf, 12, 0), 12);
+	}
+	assert_int_equal(wait_for(kq, p.rx, EVFILT_READ, &ev, 2000), 1);
+	assert_int_equal(ev.data, 22);
+	dg_close(&p);
+	close(kq);
+}
+
+#ifdef SO_PEEK_OFF
+static void
+udp_data_leaves_the_programs_peek_offset_alone(void **state)
+{
+	struct dgpair p;
+	int kq = t_new_kq(), off = 3, v = 0;
+	socklen_t len = sizeof(v);
+	struct kevent ev;
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	(void)dg_send(&p, 3);	/* 1, 8, 15 bytes */
+	dg_settle(kq, &p, 24);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 24);
+	/* Without a peek offset, MSG_PEEK still sees the first datagram. */
+	assert_int_equal(recv(p.rx, buf, sizeof(buf), MSG_PEEK), 1);
+	assert_int_equal(getsockopt(p.rx, SOL_SOCKET, SO_PEEK_OFF, &v, &len),
+	    0);
+	assert_int_equal(v, -1);
+	/* A program's own offset is kept across kevent(). */
+	assert_int_equal(setsockopt(p.rx, SOL_SOCKET, SO_PEEK_OFF, &off,
+	    sizeof(off)), 0);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 24);
+	assert_int_equal(getsockopt(p.rx, SOL_SOCKET, SO_PEEK_OFF, &v, &len),
+	    0);
+	assert_int_equal(v, 3);
+	dg_close(&p);
+	close(kq);
+}
+#endif
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(refused_connect_puts_econnrefused_in_read_fflags),
+		cmocka_unit_test(refused_connect_puts_econnrefused_in_write_fflags),
+		cmocka_unit_test(refused_connect_puts_econnrefused_in_read_fflags_with_ev_clear),
+		cmocka_unit_test(refused_connect_puts_econnrefused_in_write_fflags_with_ev_clear),
+		cmocka_unit_test(refused_connect_reports_the_error_on_read_and_write_knotes_both),
+		cmocka_unit_test(level_triggered_report_repeats_the_error_until_it_is_read),
+		cmocka_unit_test(error_pending_before_ev_add_is_reported_at_once),
+		cmocka_unit_test(reset_connection_puts_econnreset_in_write_fflags),
+		cmocka_unit_test(clean_close_by_peer_leaves_fflags_zero),
+		cmocka_unit_test(new_socket_on_the_number_of_a_failed_one_has_no_error),
+		cmocka_unit_test(udp4_data_is_one_datagram_payload),
+		cmocka_unit_test(udp4_data_is_two_datagrams_payload),
+		cmocka_unit_test(udp4_data_is_fifty_datagrams_payload),
+		cmocka_unit_test(udp4_connected_data_is_two_datagrams_payload),
+		cmocka_unit_test(udp4_connected_data_is_fifty_datagrams_payload),
+		cmocka_unit_test(udp6_data_is_one_datagram_payload),
+		cmocka_unit_test(udp6_data_is_two_datagrams_payload),
+		cmocka_unit_test(udp6_data_is_fifty_datagrams_payload),
+		cmocka_unit_test(udp6_connected_data_is_fifty_datagrams_payload),
+		cmocka_unit_test(unix_dgram_data_is_fifty_datagrams_payload),
+		cmocka_unit_test(unix_seqpacket_data_is_every_record_payload),
+		cmocka_unit_test(udp4_reader_trusting_data_gets_every_datagram_with_ev_clear),
+		cmocka_unit_test(udp6_reader_trusting_data_gets_every_datagram_with_ev_clear),
+		cmocka_unit_test(udp_note_lowat_counts_every_datagram),
+#ifdef SO_PEEK_OFF
+		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
+#endif
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return t_run_group(tests, NULL, NULL);
+}
