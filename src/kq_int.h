@@ -407,8 +407,11 @@ kq_fdwatched(int fd)
 		return 0;
 	chunk = atomic_load_explicit(&kq_watch_top[fd >> REG_CHUNK_SHIFT],
 	    memory_order_acquire);
+	/* Acquire: pairs with the release of the last knote's removal, so
+	   a close() that finds the number unwatched comes after every use
+	   of it by kq (kq_fdwatch_add). */
 	return chunk != NULL && atomic_load_explicit(
-	    &chunk[fd & (REG_CHUNK - 1)], memory_order_relaxed) != 0;
+	    &chunk[fd & (REG_CHUNK - 1)], memory_order_acquire) != 0;
 }
 
 struct kqueue	*kq_registry_acquire(int fd);

@@ -153,7 +153,7 @@ kq_fdwatch_add(int fd, int delta)
 		}
 	}
 	atomic_fetch_add_explicit(&chunk[fd & (REG_CHUNK - 1)],
-	    (uint32_t)delta, memory_order_relaxed);
+	    (uint32_t)delta, memory_order_acq_rel);
 	return 0;
 }
 
