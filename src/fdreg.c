@@ -67,6 +67,8 @@ fdreg_ctl(struct kqueue *kq, int op, int fd, struct epoll_event *ev)
 	int r;
 
 	kq->kq_regseq++;
+	if (fd >= 0 && fd < kq->kq_fdtabsize)
+		kq->kq_fdseq[fd] = kq->kq_regseq;
 	if ((r = ksys_epoll_ctl(kq->kq_fd, op, fd, ev)) < 0) {
 		errno = -r;
 		return -1;

@@ -296,11 +296,14 @@ static int
 filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
-	int fd = (int)kn->kn_ident, n, eof, k, r, stale;
+	int fd = (int)kn->kn_ident, n, eof, k, r, stale, pre;
 	int64_t data;
 
 	if (kn->kn_reg & R_NOPOLL)
 		return file_read_event(kq, kn, out);
+	/* KQ_HINT_NREAD: the FIONREAD count was taken already. */
+	pre = (hint & KQ_HINT_NREAD) != 0;
+	hint &= ~KQ_HINT_NREAD;
 	/*
 	 * A stale mask (KQ_HINT_STALE) is trusted only for EPOLLIN, and
 	 * only once a byte count confirms it: an end of file or an error in
@@ -318,7 +321,12 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	if (!(hint & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 		return 0;
 	eof = (hint & (EPOLLRDHUP | EPOLLHUP)) != 0;
-	if ((r = ksys_ioctl(fd, FIONREAD, &n)) == 0) {
+	if (pre) {
+		n = (int)out->data;
+		r = 0;
+	} else
+		r = ksys_ioctl(fd, FIONREAD, &n);
+	if (r == 0) {
 		/*
 		 * Nothing queued: another thread may have read it since
 		 * epoll reported it.  Ask again (a zero-length datagram is

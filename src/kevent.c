@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -362,10 +363,55 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 	return k;
 }
 
-/* Pass B: translate one epoll event.  Returns the kevents written. */
+/*
+ * Was epoll event e, fetched by a wait that began when kq_regseq was seq,
+ * possibly made before a registration change that concerns it?  Only a
+ * change of its own descriptor's registration (kq_fdseq), a rebuild of
+ * the set, or -- when the number has no knote left -- any change counts:
+ * other threads re-arming other descriptors do not make it stale.
+ */
+static int
+kq_ev_stale(const struct kqueue *kq, const struct epoll_event *e,
+    uint32_t seq)
+{
+	int fd = (int)e->data.u64;
+
+	if (seq == kq->kq_regseq || (e->data.u64 & KQ_SRCKEY))
+		return 0;
+	if ((int32_t)(kq->kq_rebuiltseq - seq) > 0 || fd < 0 ||
+	    fd >= kq->kq_fdtabsize || kq->kq_fdtab[fd] == NULL)
+		return 1;
+	return (int32_t)(kq->kq_fdseq[fd] - seq) > 0;
+}
+
+/*
+ * FIONREAD of the descriptor of epoll event e, taken after a wait and
+ * before kq_lock is taken again (a read-only query on a number the set has
+ * just reported), or INT_MIN.  kq_translate uses it only if the event is
+ * not stale (kq_ev_stale): the number then still names the registered
+ * file, unless the application closed it behind the C library's back.
+ * EVFILT_READ's one system call, made outside the lock, so that threads
+ * sharing a kqueue make it in parallel as they would on a raw epoll set.
+ */
+static int
+kq_prefetch_nread(const struct epoll_event *e)
+{
+	int n;
+
+	if ((e->data.u64 & KQ_SRCKEY) || !(e->events & EPOLLIN) ||
+	    ksys_ioctl((int)e->data.u64, FIONREAD, &n) != 0)
+		return INT_MIN;
+	return n;
+}
+
+/*
+ * Pass B: translate one epoll event.  Returns the kevents written.
+ * stale: the event may predate a change of its registration (kq_ev_stale);
+ * nread: kq_prefetch_nread()'s count for a fresh event, or INT_MIN.
+ */
 static int
 kq_translate(struct kqueue *kq, const struct epoll_event *e,
-    struct kevent *out, int room, int stale)
+    struct kevent *out, int room, int stale, int nread)
 {
 	struct knote *kn, *next, *chain;
 	int fd, k = 0, fired;
@@ -423,9 +469,15 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		 * verifies what it uses itself (KQ_HINT_STALE): a byte
 		 * count proves readability without a second look.
 		 */
-		r = fop->f_event(kq, kn, !stale ? e->events :
-		    kn->kn_filter == EVFILT_READ ? e->events | KQ_HINT_STALE :
-		    0, &out[k]);
+		if (kn->kn_filter == EVFILT_READ && nread != INT_MIN &&
+		    !stale) {
+			out[k].data = nread;
+			r = fop->f_event(kq, kn, e->events | KQ_HINT_NREAD,
+			    &out[k]);
+		} else
+			r = fop->f_event(kq, kn, !stale ? e->events :
+			    kn->kn_filter == EVFILT_READ ?
+			    e->events | KQ_HINT_STALE : 0, &out[k]);
 		if (r == KN_EVDROP) {
 			knote_drop(kq, kn);
 			continue;
@@ -496,7 +548,7 @@ kq_rebuild(struct kqueue *kq)
 		    kq->kq_src[KQ_SRC_BELL].ks_fd, &ev);
 		if (kq_dup3_raw(nfd, kq->kq_fd,
 		    (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
-			kq->kq_regseq++;
+			kq->kq_rebuiltseq = ++kq->kq_regseq;
 		else
 			e = errno;
 	}
@@ -666,7 +718,8 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 				again = chain != NULL && (chain->kn_reg &
 				    (R_REG | R_ET | R_ONESHOT)) == R_REG;
 			}
-			n += kq_translate(kq, &ev[i], out + n, nevents - n, 0);
+			n += kq_translate(kq, &ev[i], out + n, nevents - n, 0,
+			    INT_MIN);
 			if (!again ||
 			    knote_fdchain(kq, (int)ev[i].data.u64) != chain)
 				used++;
@@ -729,6 +782,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
     const struct timespec *tsp, int *held)
 {
 	struct epoll_event ev[KQ_EPBATCH];
+	int nread[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
 	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0, fast;
 	uint32_t seq;
@@ -814,6 +868,8 @@ wait:
 		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
 		r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
 		e = errno;
+		for (i = 0; i < r; i++)
+			nread[i] = kq_prefetch_nread(&ev[i]);
 		KQ_LOCK(kq);
 		if (kq->kq_dead) {
 			/* Closed while we slept: pass the wake-up on. */
@@ -826,11 +882,12 @@ wait:
 			n = kq_syserr(kq, e, held);
 			break;
 		}
-		stale = seq != kq->kq_regseq;
 		n = 0;
-		for (i = 0; i < r; i++)
+		for (i = 0; i < r; i++) {
+			stale = kq_ev_stale(kq, &ev[i], seq);
 			n += kq_translate(kq, &ev[i], out + n, nevents - n,
-			    stale);
+			    stale, stale ? INT_MIN : nread[i]);
+		}
 		if (n > 0) {
 			/* A full batch: more may be ready; top up. */
 			if (n < nevents && (r == want || kq->kq_count > 0)) {

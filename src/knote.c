@@ -146,11 +146,20 @@ knote_link(struct kqueue *kq, struct knote *kn, int isfd)
 
 			while (nsize <= fd)
 				nsize += KQEXTENT;
+			uint32_t *ns;
+
+			ns = kq_realloc(kq->kq_fdseq,
+			    (size_t)nsize * sizeof(*ns));
+			if (ns == NULL)
+				return ENOMEM;
+			kq->kq_fdseq = ns;
 			nt = kq_realloc(kq->kq_fdtab, (size_t)nsize * sizeof(*nt));
 			if (nt == NULL)
 				return ENOMEM;
 			memset(nt + kq->kq_fdtabsize, 0,
 			    (size_t)(nsize - kq->kq_fdtabsize) * sizeof(*nt));
+			memset(ns + kq->kq_fdtabsize, 0,
+			    (size_t)(nsize - kq->kq_fdtabsize) * sizeof(*ns));
 			kq->kq_fdtab = nt;
 			kq->kq_fdtabsize = nsize;
 		}
@@ -431,6 +440,8 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_count = 0;
 	free(kq->kq_fdtab);
 	kq->kq_fdtab = NULL;
+	free(kq->kq_fdseq);
+	kq->kq_fdseq = NULL;
 	kq->kq_fdtabsize = 0;
 	free(kq->kq_hash);
 	kq->kq_hash = NULL;

@@ -136,6 +136,13 @@ struct knote;
  * EPOLLET's bit: epoll never reports it.
  */
 #define KQ_HINT_STALE	(1u << 31)
+/*
+ * In an EVFILT_READ hint: out->data already holds the descriptor's
+ * FIONREAD count, taken after the wait returned and before kq_lock was
+ * taken again, and the registration has not changed since the wait began
+ * (see kq_scan).  EPOLLONESHOT's bit: epoll never reports it.
+ */
+#define KQ_HINT_NREAD	(1u << 30)
 
 struct filterops {
 	int	f_isfd;		/* ident is a descriptor */
@@ -250,7 +257,13 @@ struct kqueue {
 	uint32_t	 kq_regseq;	/* bumped by every epoll_ctl: epoll
 					   events fetched across a change may
 					   be stale and are re-checked */
+	uint32_t	 kq_rebuiltseq;	/* kq_regseq after the last rebuild
+					   (every earlier event is stale) */
 	struct knote	**kq_fdtab;	/* knote chains indexed by descriptor */
+	uint32_t	*kq_fdseq;	/* per descriptor, as kq_fdtab:
+					   kq_regseq after its last epoll_ctl
+					   (kq_translate's per-descriptor
+					   staleness) */
 	int		 kq_fdtabsize;
 	int		 kq_nfdchains;	/* non-empty kq_fdtab slots */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
