@@ -173,8 +173,8 @@ struct filterops {
 				   it lets go) */
 
 /*
- * A registration.  48 bytes: with the 8-byte kq_fdtab slot a watched
- * descriptor costs 56 bytes.  Filters that need more state allocate a
+ * A registration.  48 bytes: with the 8-byte kq_fdtab slot and the
+ * 4-byte kq_fdseq stamp a watched descriptor costs 60 bytes.  Filters that need more state allocate a
  * larger object that starts with a struct knote (f_size); those whose
  * input data needs 64 bits (EVFILT_TIMER, EVFILT_USER) keep it there.
  */
