@@ -41,8 +41,8 @@ spawn_waiting(int go[2], int code)
 	if (pid == 0) {
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
-		_exit(code);
+			T_EXIT(100);
+		T_EXIT(code);
 	}
 	close(go[0]);
 	return pid;
@@ -403,14 +403,14 @@ note_fork_reported_on_fork(void **state)
 
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
+			T_EXIT(100);
 		g = fork();
 		if (g == 0)
-			_exit(0);
+			T_EXIT(0);
 		waitpid(g, NULL, 0);
 		if (read(go[0], &c, 1) != 0)	/* until the test closes go */
-			_exit(101);
-		_exit(0);
+			T_EXIT(101);
+		T_EXIT(0);
 	}
 	close(go[0]);
 	proc_add_or_skip(kq, pid, NOTE_FORK, (void *)0x1234);
@@ -458,12 +458,12 @@ fork_and_exit_while_dispatched_reported_on_enable(void **state)
 			pid_t g;
 
 			if (c != 'f')
-				_exit(3);
+				T_EXIT(3);
 			if ((g = fork()) == 0)
-				_exit(0);
+				T_EXIT(0);
 			waitpid(g, NULL, 0);
 		}
-		_exit(100);
+		T_EXIT(100);
 	}
 	close(go[0]);
 	EV_SET(&kev, (uintptr_t)pid, EVFILT_PROC, EV_ADD | EV_DISPATCH,
@@ -508,9 +508,9 @@ note_exec_reported_on_exec(void **state)
 	if (pid == 0) {
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
+			T_EXIT(100);
 		execl("/bin/sh", "sh", "-c", "read x", (char *)NULL);
-		_exit(127);
+		T_EXIT(127);
 	}
 	close(go[0]);
 	proc_add_or_skip(kq, pid, NOTE_EXEC, NULL);
@@ -552,7 +552,7 @@ tell(int fd, char who, pid_t pid)
 	struct pidmsg m = { who, pid };
 
 	if (write(fd, &m, sizeof(m)) != sizeof(m))
-		_exit(102);
+		T_EXIT(102);
 }
 
 static void
@@ -562,12 +562,12 @@ proc_A(int go, int end, int out)
 	char ch;
 
 	if (read(go, &ch, 1) != 1)
-		_exit(100);
+		T_EXIT(100);
 	b = fork();
 	if (b == 0) {
 		if (read(end, &ch, 1) != 0)
-			_exit(101);
-		_exit(0);
+			T_EXIT(101);
+		T_EXIT(0);
 	}
 	tell(out, 'B', b);
 	c = fork();
@@ -575,20 +575,20 @@ proc_A(int go, int end, int out)
 		d = fork();
 		if (d == 0) {
 			execl("/bin/sh", "sh", "-c", "exit 4", (char *)NULL);
-			_exit(127);
+			T_EXIT(127);
 		}
 		tell(out, 'D', d);
 		waitpid(d, NULL, 0);
 		if (read(end, &ch, 1) != 0)
-			_exit(101);
-		_exit(0);
+			T_EXIT(101);
+		T_EXIT(0);
 	}
 	tell(out, 'C', c);
 	if (read(end, &ch, 1) != 0)
-		_exit(101);
+		T_EXIT(101);
 	waitpid(b, NULL, 0);
 	waitpid(c, NULL, 0);
-	_exit(0);
+	T_EXIT(0);
 }
 
 static void
@@ -705,17 +705,17 @@ note_trackerr_when_child_cannot_be_attached(void **state)
 
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
+			T_EXIT(100);
 		g = fork();
 		if (g == 0) {
 			if (read(go[0], &c, 1) != 0)
-				_exit(101);
-			_exit(0);
+				T_EXIT(101);
+			T_EXIT(0);
 		}
 		if (read(go[0], &c, 1) != 0)
-			_exit(101);
+			T_EXIT(101);
 		waitpid(g, NULL, 0);
-		_exit(0);
+		T_EXIT(0);
 	}
 	close(go[0]);
 	proc_add_or_skip(kq, pid, NOTE_FORK | NOTE_TRACK, NULL);

@@ -457,7 +457,7 @@ note_revoke_and_eof_on_unmount(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(revoke_child());
+		T_EXIT(revoke_child());
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	if (WEXITSTATUS(status) != 0)
