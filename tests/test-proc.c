@@ -179,6 +179,126 @@ note_exit_on_zombie_fires_at_once(void **state)
 	close(kq);
 }
 
+/*
+ * A process that is not ours: a child forks it (a grandchild), sends its
+ * pid, and reaps it at once (reap_now) or when gc->reap is closed; the
+ * grandchild exits with code when gc->gate is closed.
+ */
+struct grandchild {
+	pid_t	child, pid;
+	int	gate, reap;
+};
+
+static void
+read_to_eof(int fd)
+{
+	char c;
+	ssize_t n;
+
+	while ((n = read(fd, &c, 1)) != 0 && !(n < 0 && errno != EINTR))
+		;
+}
+
+static void
+spawn_grandchild(struct grandchild *gc, int code, int reap_now)
+{
+	int pp[2], gate[2], reap[2];
+	pid_t g;
+
+	assert_int_equal(pipe(pp), 0);
+	assert_int_equal(pipe(gate), 0);
+	assert_int_equal(pipe(reap), 0);
+	gc->child = fork();
+	assert_true(gc->child >= 0);
+	if (gc->child == 0) {
+		close(pp[0]);
+		close(gate[1]);
+		close(reap[1]);
+		if ((g = fork()) < 0)
+			T_EXIT(100);
+		if (g == 0) {
+			close(pp[1]);
+			close(reap[0]);
+			read_to_eof(gate[0]);
+			T_EXIT(code);
+		}
+		close(gate[0]);
+		if (write(pp[1], &g, sizeof(g)) != (ssize_t)sizeof(g))
+			T_EXIT(101);
+		close(pp[1]);
+		if (!reap_now)
+			read_to_eof(reap[0]);
+		T_EXIT(waitpid(g, NULL, 0) == g ? 0 : 102);
+	}
+	close(pp[1]);
+	close(gate[0]);
+	close(reap[0]);
+	assert_int_equal(read(pp[0], &gc->pid, sizeof(gc->pid)),
+	    (ssize_t)sizeof(gc->pid));
+	close(pp[0]);
+	gc->gate = gate[1];
+	gc->reap = reap[1];
+}
+
+static void
+reap_grandchild(struct grandchild *gc)
+{
+	int st;
+
+	if (gc->gate >= 0)
+		close(gc->gate);
+	close(gc->reap);
+	assert_int_equal(waitpid(gc->child, &st, 0), gc->child);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/*
+ * NOTE_EXIT reports the exit status of any process, not only of the
+ * watcher's children: here a zombie that its own parent has not reaped.
+ */
+static void
+note_exit_of_a_process_not_our_child_reports_its_status(void **state)
+{
+	int kq = kqueue();
+	struct grandchild gc;
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	spawn_grandchild(&gc, 5, 0);
+	assert_int_equal(proc_add(kq, gc.pid, EV_ADD, NOTE_EXIT), 0);
+	t_expect_none(kq);
+	close(gc.gate);
+	gc.gate = -1;
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	check_exit_event(&ev, gc.pid, 5 << 8);
+	reap_grandchild(&gc);
+	close(kq);
+}
+
+/*
+ * The same with NOTE_EXEC asked too (on Linux: the kqueue listens to the
+ * process events connector), the process reaped by its parent at once.
+ */
+static void
+note_exit_of_a_reaped_process_not_our_child_reports_its_status(void **state)
+{
+	int kq = kqueue();
+	struct grandchild gc;
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	spawn_grandchild(&gc, 6, 1);
+	proc_add_or_skip(kq, gc.pid, NOTE_EXIT | NOTE_EXEC, NULL);
+	t_expect_none(kq);
+	close(gc.gate);
+	gc.gate = -1;
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	check_exit_event(&ev, gc.pid, 6 << 8);
+	reap_grandchild(&gc);
+	close(kq);
+}
+
 static void
 zombie_without_note_exit_is_esrch(void **state)
 {
@@ -940,6 +1060,8 @@ main(void)
 		cmocka_unit_test(note_exit_reports_exit_status),
 		cmocka_unit_test(note_exit_reports_killing_signal),
 		cmocka_unit_test(note_exit_on_zombie_fires_at_once),
+		cmocka_unit_test(note_exit_of_a_process_not_our_child_reports_its_status),
+		cmocka_unit_test(note_exit_of_a_reaped_process_not_our_child_reports_its_status),
 		cmocka_unit_test(zombie_without_note_exit_is_esrch),
 		cmocka_unit_test(unknown_pid_is_esrch),
 		cmocka_unit_test(thread_id_of_other_thread_is_esrch),
