@@ -358,6 +358,61 @@ default_terminating_signal_still_kills_a_watching_process(void **state)
 	}
 }
 
+/*
+ * A watched signal whose default action stops the process (SIGTSTP,
+ * SIGTTIN, SIGTTOU) still stops it; once continued, the knote has counted
+ * it.  The child reports through its exit status.
+ */
+static void
+child_watch_and_stop(int sig)
+{
+	struct kevent kev;
+	int kq = kqueue();
+
+	if (kq < 0)
+		T_EXIT(10);
+	if (signal(sig, SIG_DFL) == SIG_ERR)
+		T_EXIT(11);
+	EV_SET(&kev, sig, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0)
+		T_EXIT(12);
+	kill(getpid(), sig);		/* stops here until SIGCONT */
+	if (kevent(kq, NULL, 0, &kev, 1, &t_zero) != 1)
+		T_EXIT(13);
+	if (kev.ident != (uintptr_t)sig || kev.data != 1)
+		T_EXIT(14);
+	T_EXIT(0);
+}
+
+static void
+default_stopping_signal_still_stops_a_watching_process(void **state)
+{
+	static const int sigs[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	int i, st;
+	pid_t pid, r;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			child_watch_and_stop(sigs[i]);
+		while ((r = waitpid(pid, &st, WUNTRACED)) < 0 &&
+		    errno == EINTR)
+			;
+		assert_int_equal(r, pid);
+		if (!WIFSTOPPED(st))
+			fprintf(stderr, "sig %d: status %#x\n", sigs[i], st);
+		assert_true(WIFSTOPPED(st));
+		assert_int_equal(kill(pid, SIGCONT), 0);
+		st = wait_child(pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fprintf(stderr, "sig %d: status %#x\n", sigs[i], st);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+}
+
 static volatile sig_atomic_t info_signo, info_code;
 static volatile pid_t info_pid;
 
@@ -1218,6 +1273,7 @@ main(void)
 		T(handler_installed_while_watched_runs_and_is_counted),
 		T(default_disposition_of_default_ignored_signals_is_counted),
 		T(default_terminating_signal_still_kills_a_watching_process),
+		T(default_stopping_signal_still_stops_a_watching_process),
 		T(siginfo_handler_receives_signo_and_sender_pid),
 		T(sigaction_while_watched_reports_application_disposition),
 		T(delete_restores_exact_disposition_ign_dfl_and_handler),
