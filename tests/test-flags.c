@@ -1126,6 +1126,23 @@ wakeone_on_non_fd_filter_fails_einval(void **state)
 	assert_not_registered(kq, 2, EVFILT_TIMER);
 }
 
+static void
+wakeone_on_kqueue_descriptor_fails_einval(void **state)
+{
+	int kq, inner;
+
+	(void)state;
+	kq = t_new_kq();
+	inner = t_new_kq();
+	errno = 0;
+	assert_int_equal(change1(kq, inner, EVFILT_READ, EV_ADD | EV_WAKEONE,
+	    NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_not_registered(kq, inner, EVFILT_READ);
+	/* Control: without EV_WAKEONE the kqueue can be watched. */
+	assert_int_equal(change1(kq, inner, EVFILT_READ, EV_ADD, NULL), 0);
+}
+
 /*
  * Child side of the two-process test.  Reports (id, code) byte pairs on
  * rep: 'R' registered and about to wait, 'W' woken by the listener, 'A'
@@ -1406,6 +1423,7 @@ main(void)
 		T(wakeone_on_write_filter_is_accepted),
 		T(wakeone_with_oneshot_fails_einval),
 		T(wakeone_on_non_fd_filter_fails_einval),
+		T(wakeone_on_kqueue_descriptor_fails_einval),
 		T(wakeone_wakes_exactly_one_of_two_processes),
 #endif
 	};

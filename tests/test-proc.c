@@ -964,6 +964,33 @@ procdesc_exit_while_disabled_reported_by_ev_enable_with_zero_fflags(
 	close(kq);
 }
 
+/*
+ * A process descriptor knote without NOTE_EXIT is dropped silently when
+ * the process exits (FreeBSD's procdesc_kqops_event sets EV_DROP).
+ */
+static void
+procdesc_exit_without_note_exit_is_dropped_silently(void **state)
+{
+	int kq = kqueue(), go[2], pd;
+	pid_t pid;
+	struct kevent kev, ev;
+
+	assert_true(kq >= 0);
+	pd = procdesc_waiting(go, 5, &pid);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	t_expect_none(kq);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(wait_event(kq, &ev, 200), 0);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(pd);
+	close(kq);
+}
+
 static void
 procdesc_on_pipe_is_einval(void **state)
 {
@@ -1079,6 +1106,7 @@ main(void)
 		cmocka_unit_test(procdesc_note_exit_reports_status),
 		cmocka_unit_test(procdesc_on_exited_process_fires_at_once),
 		cmocka_unit_test(procdesc_exit_while_disabled_reported_by_ev_enable_with_zero_fflags),
+		cmocka_unit_test(procdesc_exit_without_note_exit_is_dropped_silently),
 		cmocka_unit_test(procdesc_on_pipe_is_einval),
 		cmocka_unit_test(procdesc_close_drops_knote),
 		cmocka_unit_test(close_of_kqueue_with_proc_knotes_leaks_no_descriptors),
