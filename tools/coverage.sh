@@ -11,8 +11,9 @@
 # then prints gcov's per-file line coverage of src/ and a closing line
 #   coverage: NN.N% of N lines of src/ (N executed)
 #   coverage: N passed, M failed
-# (1 passed when everything ran; the figure is a report, not a gate, unless
-# KQ_COV_MIN=percent is set).
+# (1 passed when the build, the tests and the model's seeds passed and the
+# figure is at least KQ_COV_MIN percent, when that is set; tools/test-all.sh
+# sets it).
 set -u
 cd "$(dirname "$0")/.."
 B=build-cov
@@ -37,10 +38,15 @@ tools/run-tests.sh "$B" >"$log" 2>&1 || { grep -A3 FAILED "$log" | head -40; fai
 tail -1 "$log"
 KQ_MODEL_SECONDS=0 timeout -k 5 300 $B/tests/fuzz-diff >"$log" 2>&1 || { tail -5 "$log"; fail=1; }
 tail -1 "$log"
-# The sweep's children exit() normally, so their counters are written.
-timeout -k 5 900 $B/tests/fault-sweep >"$log" 2>&1 || { grep FAIL "$log" | head -20; fail=1; }
+# The fault sweep and the attack reproducers run here for the lines they
+# reach; their verdicts are the job of their own steps in tools/test-all.sh
+# (ASan, TSan), so a failure here is shown but fails nothing.  (The sweep's
+# children exit() normally, so their counters are written.)
+timeout -k 5 900 $B/tests/fault-sweep >"$log" 2>&1 ||
+    { grep FAIL "$log" | head -20; echo "(fault sweep failed: not counted here)"; }
 tail -1 "$log"
-tools/attack-run.sh "$B" gcc --coverage -DKQ_COVERAGE >"$log" 2>&1 || { grep -A5 FAILED "$log" | head -40; fail=1; }
+tools/attack-run.sh "$B" gcc --coverage -DKQ_COVERAGE >"$log" 2>&1 ||
+    { grep -A5 FAILED "$log" | head -40; echo "(attack reproducers failed: not counted here)"; }
 tail -1 "$log"
 inputs=(tests/fuzz/corpus-kevent)
 [ -d tests/fuzz/regress ] && inputs+=(tests/fuzz/regress)
