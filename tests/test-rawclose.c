@@ -182,6 +182,30 @@ add_on_number_reused_after_raw_close_watches_the_new_file(void **state)
 	assert_ptr_equal(ev.udata, (void *)2);
 }
 
+/* The same with another filter: the new file's knote is the only one. */
+static void
+add_of_other_filter_on_reused_number_watches_the_new_file(void **state)
+{
+	int kq = t_new_kq(), p[2], sv[2];
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	t_track(p[1]);
+	t_change(kq, (uintptr_t)p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	raw_close(p[0]);
+	pair_at(p[0], sv);
+	t_track(sv[0]);
+	t_track(sv[1]);
+	t_change(kq, (uintptr_t)sv[0], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, (uintptr_t)sv[0]);
+	assert_int_equal(ev.filter, EVFILT_WRITE);
+	assert_true(ev.data > 0);
+	expect_change_error(kq, (uintptr_t)sv[0], EVFILT_READ, EV_DELETE,
+	    ENOENT);
+}
+
 /*
  * READ on a regular file is level-triggered and re-checked at every
  * collection: the raw close is noticed there, and the knote is gone.
@@ -427,6 +451,7 @@ main(void)
 		cmocka_unit_test(delete_of_pipe_closed_by_raw_syscall_fails_ebadf),
 		cmocka_unit_test(delete_on_number_reused_after_raw_close_fails_enoent),
 		cmocka_unit_test(add_on_number_reused_after_raw_close_watches_the_new_file),
+		cmocka_unit_test(add_of_other_filter_on_reused_number_watches_the_new_file),
 		cmocka_unit_test(file_read_knote_is_gone_after_raw_close),
 		cmocka_unit_test(vnode_knote_of_file_closed_by_raw_syscall_is_not_reported),
 		cmocka_unit_test(vnode_knote_of_number_reused_by_another_file_is_gone),
