@@ -14,8 +14,9 @@
 # Variables: CC, CFLAGS, WERROR=1 (CI), SAN=asan|tsan (sanitizer build into
 # build-asan/ or build-tsan/), SAN=fault (ASan+UBSan with -DKQ_FAULT, into
 # build-fault/: see src/fault.h), SAN=fuzz (clang, libFuzzer coverage + ASan
-# + UBSan, into build-fuzz/), SAN=cov (gcc --coverage, into build-cov/:
-# tools/coverage.sh).
+# + UBSan, into build-fuzz/), SAN=cov (gcc --coverage and -DKQ_FAULT, whose
+# hooks are inert until armed, into build-cov/: tools/coverage.sh, which also
+# runs the fault-injection sweep there).
 
 CC	?= cc
 PREFIX	?= /usr/local
@@ -43,7 +44,7 @@ B	:= build-fuzz
 SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DKQ_DEBUG
 else ifeq ($(SAN),cov)
 B	:= build-cov
-SANFLAGS := --coverage -DKQ_COVERAGE
+SANFLAGS := --coverage -DKQ_COVERAGE -DKQ_FAULT
 endif
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -61,7 +62,7 @@ LIB_SRCS := $(wildcard src/*.c)
 LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
 	close dup2 dup3 close_range closefrom getsockopt
-ifeq ($(SAN),fault)
+ifneq ($(filter fault cov,$(SAN)),)
 LIB_EXPORTS += kq_fault_set kq_fault_count
 endif
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
@@ -109,14 +110,15 @@ $(B)/tests/fuzz-diff: $(MODEL_SRCS) tests/model/model.h $(B)/libkq.a include/sys
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $(MODEL_SRCS) $(B)/libkq.a $(LDLIBS_T)
 
-# The fault-injection sweep: only meaningful in the SAN=fault build, and not
-# named test-* so that tools/run-tests.sh leaves it alone.
+# The fault-injection sweep: only meaningful in the SAN=fault and SAN=cov
+# builds (-DKQ_FAULT), and not named test-* so that tools/run-tests.sh leaves
+# it alone.
 $(B)/tests/fault-sweep: tests/fault-sweep.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a $(LDLIBS_T)
 
 tests: $(TEST_BINS) $(B)/tests/fuzz-diff
-ifeq ($(SAN),fault)
+ifneq ($(filter fault cov,$(SAN)),)
 tests: $(B)/tests/fault-sweep
 endif
 

@@ -556,7 +556,21 @@ filt_vnode_inotify(struct kqueue *kq, struct knote *kn, uint32_t mask,
 		vn_hint(vn, NOTE_CLOSE_WRITE);
 	if (mask & IN_ACCESS)
 		vn_hint(vn, NOTE_READ);
-	vn_cache(vn, &st);
+	/*
+	 * st is the status now, after the operations whose events are still
+	 * queued behind this one: cache only what this event accounts for,
+	 * so that their own events still see their change (the growth of the
+	 * write that follows an IN_OPEN, the link count of a link(2) that
+	 * follows one).  A directory's links change with its entry events.
+	 */
+	if (vn->vn_state & VS_DIR)
+		vn_cache(vn, &st);
+	else {
+		if (mask & (IN_MODIFY | IN_Q_OVERFLOW))
+			vn->vn_size = st.st_size;
+		if (mask & (IN_ATTRIB | IN_Q_OVERFLOW))
+			vn->vn_nlink = st.st_nlink;
+	}
 	if (mask & IN_UNMOUNT) {
 		vn_revoke(kq, vn);
 		return;

@@ -23,16 +23,8 @@
 
 #include "helpers.h"
 
-/*
- * A scenario's child ends with _exit(); in the coverage build (SAN=cov)
- * it writes its gcov counters first, or nothing it ran would be counted.
- */
-#ifdef KQ_COVERAGE
-void	__gcov_dump(void);
-#define E_EXIT(c)	do { int e_c_ = (c); __gcov_dump(); _exit(e_c_); } while (0)
-#else
-#define E_EXIT(c)	_exit(c)
-#endif
+/* A scenario's child ends with E_EXIT() (T_EXIT() of helpers.h). */
+#define E_EXIT(c)	T_EXIT(c)
 
 /* ------------------------------------------------------------------ */
 /* Clocks                                                             */

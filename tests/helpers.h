@@ -25,6 +25,19 @@
 #include <cmocka.h>
 
 /*
+ * A test's forked child ends with T_EXIT(), never a bare _exit(): in the
+ * coverage build (SAN=cov, -DKQ_COVERAGE) it writes the child's gcov
+ * counters first, or nothing the child ran (the fork handlers, whatever
+ * the child did with kq) would be counted.
+ */
+#ifdef KQ_COVERAGE
+void	__gcov_dump(void);
+#define T_EXIT(c)	do { int t_c_ = (c); __gcov_dump(); _exit(t_c_); } while (0)
+#else
+#define T_EXIT(c)	_exit(c)
+#endif
+
+/*
  * Descriptor bookkeeping: a test tracks what it opens, and the group's
  * teardown closes it with t_close_tracked(), also when an assertion fails
  * half way.

@@ -116,6 +116,57 @@ dup2_onto_watched_descriptor_drops_its_knote(void **state)
 	close(b[1]);
 }
 
+/* dup2(2): a bad oldfd fails with EBADF and leaves newfd (and its knote) alone. */
+static void
+dup2_from_closed_descriptor_fails_ebadf_and_keeps_target_knote(void **state)
+{
+	int kq, p[2], bad;
+	struct kevent ch, ev;
+
+	(void)state;
+	kq = t_new_kq();
+	assert_int_equal(pipe(p), 0);
+	bad = dup(p[1]);
+	assert_true(bad >= 0);
+	assert_int_equal(close(bad), 0);
+	EV_SET(&ch, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), 0);
+	errno = 0;
+	assert_int_equal(dup2(bad, p[0]), -1);
+	assert_int_equal(errno, EBADF);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &t_zero), 1);
+	assert_int_equal(ev.ident, (uintptr_t)p[0]);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* dup2(fd, fd) returns fd and changes nothing: the knote stays. */
+static void
+dup2_onto_itself_keeps_the_knote(void **state)
+{
+	int kq, p[2], bad;
+	struct kevent ch, ev;
+
+	(void)state;
+	kq = t_new_kq();
+	assert_int_equal(pipe(p), 0);
+	EV_SET(&ch, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), 0);
+	assert_int_equal(dup2(p[0], p[0]), p[0]);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &t_zero), 1);
+	assert_int_equal(ev.ident, (uintptr_t)p[0]);
+	bad = dup(p[1]);
+	assert_true(bad >= 0);
+	assert_int_equal(close(bad), 0);
+	errno = 0;
+	assert_int_equal(dup2(bad, bad), -1);
+	assert_int_equal(errno, EBADF);
+	close(p[0]);
+	close(p[1]);
+}
+
 static int
 teardown(void **state)
 {
@@ -131,6 +182,8 @@ main(void)
 		cmocka_unit_test_teardown(closefrom_drops_knotes_above_and_keeps_kqueue_below, teardown),
 		cmocka_unit_test_teardown(close_range_frees_a_kqueue_in_the_range, teardown),
 		cmocka_unit_test_teardown(dup2_onto_watched_descriptor_drops_its_knote, teardown),
+		cmocka_unit_test_teardown(dup2_from_closed_descriptor_fails_ebadf_and_keeps_target_knote, teardown),
+		cmocka_unit_test_teardown(dup2_onto_itself_keeps_the_knote, teardown),
 	};
 
 	return t_run_group(tests, NULL, NULL);

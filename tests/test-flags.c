@@ -1126,6 +1126,23 @@ wakeone_on_non_fd_filter_fails_einval(void **state)
 	assert_not_registered(kq, 2, EVFILT_TIMER);
 }
 
+static void
+wakeone_on_kqueue_descriptor_fails_einval(void **state)
+{
+	int kq, inner;
+
+	(void)state;
+	kq = t_new_kq();
+	inner = t_new_kq();
+	errno = 0;
+	assert_int_equal(change1(kq, inner, EVFILT_READ, EV_ADD | EV_WAKEONE,
+	    NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_not_registered(kq, inner, EVFILT_READ);
+	/* Control: without EV_WAKEONE the kqueue can be watched. */
+	assert_int_equal(change1(kq, inner, EVFILT_READ, EV_ADD, NULL), 0);
+}
+
 /*
  * Child side of the two-process test.  Reports (id, code) byte pairs on
  * rep: 'R' registered and about to wait, 'W' woken by the listener, 'A'
@@ -1140,7 +1157,7 @@ report(int rep, int id, char code)
 	char msg[2] = { (char)('0' + id), code };
 
 	if (write(rep, msg, 2) != 2)
-		_exit(3);
+		T_EXIT(3);
 }
 
 static void
@@ -1153,13 +1170,13 @@ wakeone_child(int id, int lfd, int ctl, int rep)
 	kq = kqueue();
 	if (kq < 0) {
 		report(rep, id, 'X');
-		_exit(1);
+		T_EXIT(1);
 	}
 	EV_SET(&ch[0], lfd, EVFILT_READ, EV_ADD | EV_WAKEONE, 0, 0, NULL);
 	EV_SET(&ch[1], ctl, EVFILT_READ, EV_ADD, 0, 0, NULL);
 	if (kevent(kq, ch, 2, NULL, 0, NULL) != 0) {
 		report(rep, id, 'X');
-		_exit(1);
+		T_EXIT(1);
 	}
 	report(rep, id, 'R');
 	for (;;) {
@@ -1168,12 +1185,12 @@ wakeone_child(int id, int lfd, int ctl, int rep)
 			continue;
 		if (n <= 0) {
 			report(rep, id, n == 0 ? 'T' : 'X');
-			_exit(1);
+			T_EXIT(1);
 		}
 		for (i = 0; i < n; i++) {
 			if (ev[i].ident == (uintptr_t)ctl) {
 				report(rep, id, 'C');
-				_exit(0);
+				T_EXIT(0);
 			}
 		}
 		for (i = 0; i < n; i++) {
@@ -1268,7 +1285,7 @@ wakeone_wakes_exactly_one_of_two_processes(void **state)
 			close(ctl[1]);
 			close(rep[0]);
 			wakeone_child(i, lfd, ctl[0], rep[1]);
-			_exit(2);
+			T_EXIT(2);
 		}
 		children[n_children++] = pid;
 	}
@@ -1406,6 +1423,7 @@ main(void)
 		T(wakeone_on_write_filter_is_accepted),
 		T(wakeone_with_oneshot_fails_einval),
 		T(wakeone_on_non_fd_filter_fails_einval),
+		T(wakeone_on_kqueue_descriptor_fails_einval),
 		T(wakeone_wakes_exactly_one_of_two_processes),
 #endif
 	};

@@ -269,6 +269,21 @@ kqueuex_unknown_flag_fails_einval(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* NetBSD's kqueue1(2) takes O_CLOEXEC (and O_NONBLOCK, O_NOSIGPIPE there). */
+static void
+kqueue1_unknown_flag_fails_einval(void **state)
+{
+	int kq;
+
+	(void)state;
+	errno = 0;
+	kq = kqueue1(0x40000000);
+	if (kq >= 0)
+		t_track(kq);
+	assert_int_equal(kq, -1);
+	assert_int_equal(errno, EINVAL);
+}
+
 /* ------------------------------------------------------------------ */
 /* Argument validation                                                 */
 
@@ -299,6 +314,52 @@ negative_nevents_fails_einval(void **state)
 	errno = 0;
 	assert_int_equal(kevent(kq, NULL, 0, &ev, -1, &t_zero), -1);
 	assert_int_equal(errno, EINVAL);
+}
+
+/*
+ * kevent(2) ERRORS: EFAULT when a list is NULL but its count is not zero
+ * (FreeBSD copies the changes in from the address given); the descriptor
+ * is looked up first, so a closed one fails with EBADF whatever the
+ * counts and lists.
+ */
+static void
+null_list_with_nonzero_count_fails_efault(void **state)
+{
+	struct kevent ev;
+	int kq;
+
+	(void)state;
+	kq = t_new_kq();
+	errno = 0;
+	assert_int_equal(kevent(kq, NULL, 1, &ev, 1, &t_zero), -1);
+	assert_int_equal(errno, EFAULT);
+	errno = 0;
+	assert_int_equal(kevent(kq, NULL, 0, NULL, 1, &t_zero), -1);
+	assert_int_equal(errno, EFAULT);
+}
+
+static void
+bad_counts_or_lists_on_closed_descriptor_fail_ebadf(void **state)
+{
+	struct kevent ch, ev;
+	int kq, fd;
+
+	(void)state;
+	kq = kqueue();
+	assert_true(kq >= 0);
+	assert_int_equal(close(kq), 0);
+	EV_SET(&ch, 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	for (fd = -1; fd != kq; fd = kq) {
+		errno = 0;
+		assert_int_equal(kevent(fd, &ch, -1, &ev, 1, &t_zero), -1);
+		assert_int_equal(errno, EBADF);
+		errno = 0;
+		assert_int_equal(kevent(fd, NULL, 0, &ev, -1, &t_zero), -1);
+		assert_int_equal(errno, EBADF);
+		errno = 0;
+		assert_int_equal(kevent(fd, NULL, 1, &ev, 1, &t_zero), -1);
+		assert_int_equal(errno, EBADF);
+	}
 }
 
 /*
@@ -1327,8 +1388,11 @@ main(void)
 		T(kqueuex_zero_does_not_set_cloexec),
 		T(kqueue1_o_cloexec_sets_fd_cloexec),
 		T(kqueuex_unknown_flag_fails_einval),
+		T(kqueue1_unknown_flag_fails_einval),
 		T(negative_nchanges_fails_einval),
 		T(negative_nevents_fails_einval),
+		T(null_list_with_nonzero_count_fails_efault),
+		T(bad_counts_or_lists_on_closed_descriptor_fail_ebadf),
 		T(invalid_timeout_fails_einval_after_applying_changes),
 		T(zero_nevents_with_null_timeout_does_not_wait),
 		T(zero_nevents_with_timeout_does_not_wait),

@@ -578,7 +578,7 @@ fork_child_does_not_inherit_kqueue(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(fork_child(kq, sv[0]));
+		T_EXIT(fork_child(kq, sv[0]));
 
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)

@@ -41,8 +41,8 @@ spawn_waiting(int go[2], int code)
 	if (pid == 0) {
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
-		_exit(code);
+			T_EXIT(100);
+		T_EXIT(code);
 	}
 	close(go[0]);
 	return pid;
@@ -176,6 +176,126 @@ note_exit_on_zombie_fires_at_once(void **state)
 	check_exit_event(&ev, pid, 7 << 8);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_int_equal(st, 7 << 8);
+	close(kq);
+}
+
+/*
+ * A process that is not ours: a child forks it (a grandchild), sends its
+ * pid, and reaps it at once (reap_now) or when gc->reap is closed; the
+ * grandchild exits with code when gc->gate is closed.
+ */
+struct grandchild {
+	pid_t	child, pid;
+	int	gate, reap;
+};
+
+static void
+read_to_eof(int fd)
+{
+	char c;
+	ssize_t n;
+
+	while ((n = read(fd, &c, 1)) != 0 && !(n < 0 && errno != EINTR))
+		;
+}
+
+static void
+spawn_grandchild(struct grandchild *gc, int code, int reap_now)
+{
+	int pp[2], gate[2], reap[2];
+	pid_t g;
+
+	assert_int_equal(pipe(pp), 0);
+	assert_int_equal(pipe(gate), 0);
+	assert_int_equal(pipe(reap), 0);
+	gc->child = fork();
+	assert_true(gc->child >= 0);
+	if (gc->child == 0) {
+		close(pp[0]);
+		close(gate[1]);
+		close(reap[1]);
+		if ((g = fork()) < 0)
+			T_EXIT(100);
+		if (g == 0) {
+			close(pp[1]);
+			close(reap[0]);
+			read_to_eof(gate[0]);
+			T_EXIT(code);
+		}
+		close(gate[0]);
+		if (write(pp[1], &g, sizeof(g)) != (ssize_t)sizeof(g))
+			T_EXIT(101);
+		close(pp[1]);
+		if (!reap_now)
+			read_to_eof(reap[0]);
+		T_EXIT(waitpid(g, NULL, 0) == g ? 0 : 102);
+	}
+	close(pp[1]);
+	close(gate[0]);
+	close(reap[0]);
+	assert_int_equal(read(pp[0], &gc->pid, sizeof(gc->pid)),
+	    (ssize_t)sizeof(gc->pid));
+	close(pp[0]);
+	gc->gate = gate[1];
+	gc->reap = reap[1];
+}
+
+static void
+reap_grandchild(struct grandchild *gc)
+{
+	int st;
+
+	if (gc->gate >= 0)
+		close(gc->gate);
+	close(gc->reap);
+	assert_int_equal(waitpid(gc->child, &st, 0), gc->child);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/*
+ * NOTE_EXIT reports the exit status of any process, not only of the
+ * watcher's children: here a zombie that its own parent has not reaped.
+ */
+static void
+note_exit_of_a_process_not_our_child_reports_its_status(void **state)
+{
+	int kq = kqueue();
+	struct grandchild gc;
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	spawn_grandchild(&gc, 5, 0);
+	assert_int_equal(proc_add(kq, gc.pid, EV_ADD, NOTE_EXIT), 0);
+	t_expect_none(kq);
+	close(gc.gate);
+	gc.gate = -1;
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	check_exit_event(&ev, gc.pid, 5 << 8);
+	reap_grandchild(&gc);
+	close(kq);
+}
+
+/*
+ * The same with NOTE_EXEC asked too (on Linux: the kqueue listens to the
+ * process events connector), the process reaped by its parent at once.
+ */
+static void
+note_exit_of_a_reaped_process_not_our_child_reports_its_status(void **state)
+{
+	int kq = kqueue();
+	struct grandchild gc;
+	struct kevent ev;
+
+	assert_true(kq >= 0);
+	spawn_grandchild(&gc, 6, 1);
+	proc_add_or_skip(kq, gc.pid, NOTE_EXIT | NOTE_EXEC, NULL);
+	t_expect_none(kq);
+	close(gc.gate);
+	gc.gate = -1;
+	assert_int_equal(wait_event(kq, &ev, 5000), 1);
+	check_exit_event(&ev, gc.pid, 6 << 8);
+	reap_grandchild(&gc);
 	close(kq);
 }
 
@@ -403,14 +523,14 @@ note_fork_reported_on_fork(void **state)
 
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
+			T_EXIT(100);
 		g = fork();
 		if (g == 0)
-			_exit(0);
+			T_EXIT(0);
 		waitpid(g, NULL, 0);
 		if (read(go[0], &c, 1) != 0)	/* until the test closes go */
-			_exit(101);
-		_exit(0);
+			T_EXIT(101);
+		T_EXIT(0);
 	}
 	close(go[0]);
 	proc_add_or_skip(kq, pid, NOTE_FORK, (void *)0x1234);
@@ -458,12 +578,12 @@ fork_and_exit_while_dispatched_reported_on_enable(void **state)
 			pid_t g;
 
 			if (c != 'f')
-				_exit(3);
+				T_EXIT(3);
 			if ((g = fork()) == 0)
-				_exit(0);
+				T_EXIT(0);
 			waitpid(g, NULL, 0);
 		}
-		_exit(100);
+		T_EXIT(100);
 	}
 	close(go[0]);
 	EV_SET(&kev, (uintptr_t)pid, EVFILT_PROC, EV_ADD | EV_DISPATCH,
@@ -508,9 +628,9 @@ note_exec_reported_on_exec(void **state)
 	if (pid == 0) {
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
+			T_EXIT(100);
 		execl("/bin/sh", "sh", "-c", "read x", (char *)NULL);
-		_exit(127);
+		T_EXIT(127);
 	}
 	close(go[0]);
 	proc_add_or_skip(kq, pid, NOTE_EXEC, NULL);
@@ -552,7 +672,7 @@ tell(int fd, char who, pid_t pid)
 	struct pidmsg m = { who, pid };
 
 	if (write(fd, &m, sizeof(m)) != sizeof(m))
-		_exit(102);
+		T_EXIT(102);
 }
 
 static void
@@ -562,12 +682,12 @@ proc_A(int go, int end, int out)
 	char ch;
 
 	if (read(go, &ch, 1) != 1)
-		_exit(100);
+		T_EXIT(100);
 	b = fork();
 	if (b == 0) {
 		if (read(end, &ch, 1) != 0)
-			_exit(101);
-		_exit(0);
+			T_EXIT(101);
+		T_EXIT(0);
 	}
 	tell(out, 'B', b);
 	c = fork();
@@ -575,20 +695,20 @@ proc_A(int go, int end, int out)
 		d = fork();
 		if (d == 0) {
 			execl("/bin/sh", "sh", "-c", "exit 4", (char *)NULL);
-			_exit(127);
+			T_EXIT(127);
 		}
 		tell(out, 'D', d);
 		waitpid(d, NULL, 0);
 		if (read(end, &ch, 1) != 0)
-			_exit(101);
-		_exit(0);
+			T_EXIT(101);
+		T_EXIT(0);
 	}
 	tell(out, 'C', c);
 	if (read(end, &ch, 1) != 0)
-		_exit(101);
+		T_EXIT(101);
 	waitpid(b, NULL, 0);
 	waitpid(c, NULL, 0);
-	_exit(0);
+	T_EXIT(0);
 }
 
 static void
@@ -705,17 +825,17 @@ note_trackerr_when_child_cannot_be_attached(void **state)
 
 		close(go[1]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(100);
+			T_EXIT(100);
 		g = fork();
 		if (g == 0) {
 			if (read(go[0], &c, 1) != 0)
-				_exit(101);
-			_exit(0);
+				T_EXIT(101);
+			T_EXIT(0);
 		}
 		if (read(go[0], &c, 1) != 0)
-			_exit(101);
+			T_EXIT(101);
 		waitpid(g, NULL, 0);
-		_exit(0);
+		T_EXIT(0);
 	}
 	close(go[0]);
 	proc_add_or_skip(kq, pid, NOTE_FORK | NOTE_TRACK, NULL);
@@ -844,6 +964,33 @@ procdesc_exit_while_disabled_reported_by_ev_enable_with_zero_fflags(
 	close(kq);
 }
 
+/*
+ * A process descriptor knote without NOTE_EXIT is dropped silently when
+ * the process exits (FreeBSD's procdesc_kqops_event sets EV_DROP).
+ */
+static void
+procdesc_exit_without_note_exit_is_dropped_silently(void **state)
+{
+	int kq = kqueue(), go[2], pd;
+	pid_t pid;
+	struct kevent kev, ev;
+
+	assert_true(kq >= 0);
+	pd = procdesc_waiting(go, 5, &pid);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	t_expect_none(kq);
+	release(go);
+	wait_zombie(pid);
+	assert_int_equal(wait_event(kq, &ev, 200), 0);
+	EV_SET(&kev, (uintptr_t)pd, EVFILT_PROCDESC, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(pd);
+	close(kq);
+}
+
 static void
 procdesc_on_pipe_is_einval(void **state)
 {
@@ -940,6 +1087,8 @@ main(void)
 		cmocka_unit_test(note_exit_reports_exit_status),
 		cmocka_unit_test(note_exit_reports_killing_signal),
 		cmocka_unit_test(note_exit_on_zombie_fires_at_once),
+		cmocka_unit_test(note_exit_of_a_process_not_our_child_reports_its_status),
+		cmocka_unit_test(note_exit_of_a_reaped_process_not_our_child_reports_its_status),
 		cmocka_unit_test(zombie_without_note_exit_is_esrch),
 		cmocka_unit_test(unknown_pid_is_esrch),
 		cmocka_unit_test(thread_id_of_other_thread_is_esrch),
@@ -957,6 +1106,7 @@ main(void)
 		cmocka_unit_test(procdesc_note_exit_reports_status),
 		cmocka_unit_test(procdesc_on_exited_process_fires_at_once),
 		cmocka_unit_test(procdesc_exit_while_disabled_reported_by_ev_enable_with_zero_fflags),
+		cmocka_unit_test(procdesc_exit_without_note_exit_is_dropped_silently),
 		cmocka_unit_test(procdesc_on_pipe_is_einval),
 		cmocka_unit_test(procdesc_close_drops_knote),
 		cmocka_unit_test(close_of_kqueue_with_proc_knotes_leaks_no_descriptors),

@@ -98,6 +98,8 @@ sigset_hold_delays_the_signal_until_released(void **state)
 	t_handled = 0;
 	assert_true(sigset(SIGUSR1, t_handler) != SIG_ERR);
 	assert_true(sigset(SIGUSR1, SIG_HOLD) != SIG_ERR);
+	/* Held already: sigset says so. */
+	assert_true(sigset(SIGUSR1, SIG_HOLD) == SIG_HOLD);
 	raise(SIGUSR1);
 	assert_int_equal(t_handled, 0);
 	assert_int_equal(signal_count(kq, SIGUSR1), 0);
@@ -123,6 +125,36 @@ siginterrupt_clears_and_sets_restart(void **state)
 	assert_int_equal(sigaction(SIGUSR2, NULL, &cur), 0);
 	assert_true(cur.sa_flags & SA_RESTART);
 	restore_default(SIGUSR2);
+}
+
+/* Every function fails with EINVAL for a number that is not a signal. */
+static void
+invalid_signal_numbers_fail_einval(void **state)
+{
+	static const int bad[] = { 0, -1, NSIG, 1000 };
+	struct sigaction sa;
+	size_t i;
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = t_handler;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		assert_int_equal(sigaction(bad[i], &sa, NULL), -1);
+		assert_int_equal(errno, EINVAL);
+		errno = 0;
+		assert_true(signal(bad[i], t_handler) == SIG_ERR);
+		assert_int_equal(errno, EINVAL);
+		errno = 0;
+		assert_true(sigset(bad[i], t_handler) == SIG_ERR);
+		assert_int_equal(errno, EINVAL);
+		errno = 0;
+		assert_int_equal(sigignore(bad[i]), -1);
+		assert_int_equal(errno, EINVAL);
+		errno = 0;
+		assert_int_equal(siginterrupt(bad[i], 1), -1);
+		assert_int_equal(errno, EINVAL);
+	}
 }
 
 #ifdef __GLIBC__
@@ -182,6 +214,7 @@ main(void)
 		cmocka_unit_test_teardown(sigignore_discards_the_signal_but_the_knote_counts_it, teardown),
 		cmocka_unit_test_teardown(sigset_hold_delays_the_signal_until_released, teardown),
 		cmocka_unit_test_teardown(siginterrupt_clears_and_sets_restart, teardown),
+		cmocka_unit_test_teardown(invalid_signal_numbers_fail_einval, teardown),
 #ifdef __GLIBC__
 		cmocka_unit_test_teardown(glibc_bsd_signal_and_ssignal_keep_the_handler, teardown),
 		cmocka_unit_test_teardown(glibc_sysv_signal_handler_runs_once_then_resets, teardown),

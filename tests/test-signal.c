@@ -315,23 +315,23 @@ child_watch_and_kill(int sig, int dfl_after_add)
 	int kq = kqueue();
 
 	if (kq < 0)
-		_exit(10);
+		T_EXIT(10);
 	if (dfl_after_add) {
 		if (signal(sig, SIG_IGN) == SIG_ERR)
-			_exit(11);
+			T_EXIT(11);
 	} else if (signal(sig, SIG_DFL) == SIG_ERR)
-		_exit(11);
+		T_EXIT(11);
 	{
 		struct kevent kev;
 
 		EV_SET(&kev, sig, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
 		if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0)
-			_exit(12);
+			T_EXIT(12);
 	}
 	if (dfl_after_add && signal(sig, SIG_DFL) != SIG_IGN)
-		_exit(13);
+		T_EXIT(13);
 	kill(getpid(), sig);
-	_exit(0);
+	T_EXIT(0);
 }
 
 static void
@@ -355,6 +355,61 @@ default_terminating_signal_still_kills_a_watching_process(void **state)
 			assert_true(WIFSIGNALED(st));
 			assert_int_equal(WTERMSIG(st), sigs[i]);
 		}
+	}
+}
+
+/*
+ * A watched signal whose default action stops the process (SIGTSTP,
+ * SIGTTIN, SIGTTOU) still stops it; once continued, the knote has counted
+ * it.  The child reports through its exit status.
+ */
+static void
+child_watch_and_stop(int sig)
+{
+	struct kevent kev;
+	int kq = kqueue();
+
+	if (kq < 0)
+		T_EXIT(10);
+	if (signal(sig, SIG_DFL) == SIG_ERR)
+		T_EXIT(11);
+	EV_SET(&kev, sig, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0)
+		T_EXIT(12);
+	kill(getpid(), sig);		/* stops here until SIGCONT */
+	if (kevent(kq, NULL, 0, &kev, 1, &t_zero) != 1)
+		T_EXIT(13);
+	if (kev.ident != (uintptr_t)sig || kev.data != 1)
+		T_EXIT(14);
+	T_EXIT(0);
+}
+
+static void
+default_stopping_signal_still_stops_a_watching_process(void **state)
+{
+	static const int sigs[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	int i, st;
+	pid_t pid, r;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			child_watch_and_stop(sigs[i]);
+		while ((r = waitpid(pid, &st, WUNTRACED)) < 0 &&
+		    errno == EINTR)
+			;
+		assert_int_equal(r, pid);
+		if (!WIFSTOPPED(st))
+			fprintf(stderr, "sig %d: status %#x\n", sigs[i], st);
+		assert_true(WIFSTOPPED(st));
+		assert_int_equal(kill(pid, SIGCONT), 0);
+		st = wait_child(pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fprintf(stderr, "sig %d: status %#x\n", sigs[i], st);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
 	}
 }
 
@@ -398,7 +453,7 @@ siginfo_handler_receives_signo_and_sender_pid(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		kill(getppid(), SIGUSR1);
-		_exit(0);
+		T_EXIT(0);
 	}
 	/* Generated before the child exited: delivered by now. */
 	wait_child(pid);
@@ -667,7 +722,7 @@ ignored_sigchld_is_not_counted_and_children_are_reaped(void **state)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0)
-			_exit(0);
+			T_EXIT(0);
 		/* Blocks until the child is gone, then: no such child. */
 		while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 			;
@@ -693,7 +748,7 @@ sigchld_with_handler_or_default_is_counted(void **state)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0)
-			_exit(7);
+			T_EXIT(7);
 		st = wait_child(pid);
 		assert_true(WIFEXITED(st));
 		assert_int_equal(WEXITSTATUS(st), 7);
@@ -966,7 +1021,7 @@ ignored_signal_from_other_process_wakes_infinite_wait_with_the_event(
 	if (pid == 0) {
 		sleep_ms(150);
 		kill(getppid(), SIGUSR1);
-		_exit(0);
+		T_EXIT(0);
 	}
 	watchdog(10);
 	r = kevent(kq, NULL, 0, &ev, 1, NULL);
@@ -1050,7 +1105,7 @@ handler_signal_during_wait_on_watching_kqueue_gives_event_or_eintr(
 	if (pid == 0) {
 		sleep_ms(150);
 		kill(getppid(), SIGUSR1);
-		_exit(0);
+		T_EXIT(0);
 	}
 	watchdog(10);
 	errno = 0;
@@ -1089,19 +1144,19 @@ fork_child_inherits_no_kqueue_but_can_watch_signals_itself(void **state)
 
 		if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != -1 ||
 		    errno != EBADF)
-			_exit(2);
+			T_EXIT(2);
 		k2 = kqueue();
 		if (k2 < 0)
-			_exit(3);
+			T_EXIT(3);
 		EV_SET(&ch, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
 		if (kevent(k2, &ch, 1, NULL, 0, NULL) != 0)
-			_exit(4);
+			T_EXIT(4);
 		kill(getpid(), SIGUSR1);
 		kill(getpid(), SIGUSR1);
 		if (kevent(k2, NULL, 0, &ev, 1, &t_zero) != 1 ||
 		    ev.ident != SIGUSR1 || ev.data != 2)
-			_exit(5);
-		_exit(0);
+			T_EXIT(5);
+		T_EXIT(0);
 	}
 	st = wait_child(pid);
 	assert_true(WIFEXITED(st));
@@ -1139,12 +1194,12 @@ fork_child_keeps_ignored_disposition_across_exec(void **state)
 		close(p[0]);
 		if (sigaction(SIGUSR1, NULL, &sa) != 0 ||
 		    (sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_IGN)
-			_exit(2);
+			T_EXIT(2);
 		if (dup2(p[1], 1) < 0)
-			_exit(3);
+			T_EXIT(3);
 		execl("/bin/sh", "sh", "-c", "kill -USR1 $$; echo alive",
 		    (char *)NULL);
-		_exit(4);
+		T_EXIT(4);
 	}
 	close(p[1]);
 	while (len < sizeof(buf) - 1 &&
@@ -1218,6 +1273,7 @@ main(void)
 		T(handler_installed_while_watched_runs_and_is_counted),
 		T(default_disposition_of_default_ignored_signals_is_counted),
 		T(default_terminating_signal_still_kills_a_watching_process),
+		T(default_stopping_signal_still_stops_a_watching_process),
 		T(siginfo_handler_receives_signo_and_sender_pid),
 		T(sigaction_while_watched_reports_application_disposition),
 		T(delete_restores_exact_disposition_ign_dfl_and_handler),

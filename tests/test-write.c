@@ -308,6 +308,36 @@ socket_writable_and_eof_on_peer_close(void **state)
 }
 
 /*
+ * NOTE_LOWAT: the write filter fires only once the free space reaches
+ * data; a later EV_ADD with a lower mark fires at once.
+ */
+static void
+write_note_lowat_fires_only_at_the_mark(void **state)
+{
+	int kq, sv[2];
+	struct kevent ev;
+	int64_t space;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	space = ev.data;
+	assert_true(space > 0);
+	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, NOTE_LOWAT, space * 2, NULL);
+	t_expect_none(kq);
+	t_change(kq, sv[0], EVFILT_WRITE, EV_ADD, NOTE_LOWAT, space, NULL);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, sv[0]);
+	assert_int_equal(ev.filter, EVFILT_WRITE);
+	assert_true(ev.data >= space);
+	close(kq);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/*
  * TCP: a FIN from the peer only ends the peer's sending (we may still
  * send, so no EV_EOF on the write filter yet); once our send draws a
  * reset, the socket can send no more and EVFILT_WRITE reports EV_EOF with
@@ -465,6 +495,7 @@ main(void)
 		cmocka_unit_test(pipe_write_eof_when_reader_closes),
 		cmocka_unit_test(pipe_full_write_eof_when_reader_closes),
 		cmocka_unit_test(socket_writable_and_eof_on_peer_close),
+		cmocka_unit_test(write_note_lowat_fires_only_at_the_mark),
 		cmocka_unit_test(tcp_write_eof_after_peer_reset),
 		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
