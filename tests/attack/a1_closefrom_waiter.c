@@ -17,7 +17,8 @@
  * forever ("HANG" below; the waiter here uses a 1 s timeout so that the
  * test ends).
  *
- * Expected: the waiter returns EBADF at once; after closefrom(kq) the pipe
+ * Expected: the waiter returns EBADF at once (EINVAL if it started only
+ * after the close and found the new pipe); after closefrom(kq) the pipe
  * created in its place stays open and empty.  Exit 1 and
  * "HANG"/"CORRUPT"/"CLOSED" lines show the bug.
  */
@@ -79,7 +80,13 @@ main(int argc, char **argv)
 			    i, t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 			bad++;
 		}
-		if (wret != -1 || werr != EBADF) {
+		/*
+		 * EBADF from a waiter that was blocked; EINVAL from one that
+		 * a loaded machine started only after the close, whose call
+		 * then found the application's pipe at that number (what
+		 * FreeBSD answers for a descriptor that is not a kqueue).
+		 */
+		if (wret != -1 || (werr != EBADF && werr != EINVAL)) {
 			printf("iter %d: waiter returned %d errno %d\n", i, wret, werr);
 			bad++;
 		}
