@@ -235,8 +235,8 @@ timer_periodic_fires_repeatedly_with_data_one(void **state)
 {
 	const int64_t period = 100 * MS;
 	struct kevent ev;
-	int64_t t0, now;
-	int kq, k;
+	int64_t t0, now, sum = 0;
+	int kq, k, ones = 0;
 
 	(void)state;
 	kq = t_new_kq();
@@ -245,11 +245,19 @@ timer_periodic_fires_repeatedly_with_data_one(void **state)
 	for (k = 1; k <= 5; k++) {
 		ev = wait_one(kq, 2000);
 		now = mono_ns();
-		assert_true(now - t0 >= k * period);
 		assert_int_equal(ev.ident, 3);
 		assert_ptr_equal(ev.udata, (void *)0x33);
-		assert_int_equal(ev.data, 1);
+		/*
+		 * One expiration per retrieval when the waiter keeps up; a
+		 * machine that stalls the waiter for a whole period makes it
+		 * 2 (an overrun), never more than the periods that passed.
+		 */
+		assert_true(ev.data >= 1);
+		sum += ev.data;
+		ones += ev.data == 1;
+		assert_true(now - t0 >= sum * period);
 	}
+	assert_true(ones >= 3);
 	t_change(kq, 3, EVFILT_TIMER, EV_DELETE, 0, 0, NULL);
 }
 
