@@ -322,8 +322,8 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		return 0;
 	eof = (hint & (EPOLLRDHUP | EPOLLHUP)) != 0;
 	if (pre) {
-		n = (int)out->data;
-		r = 0;
+		r = out->data < 0 ? (int)out->data : 0;
+		n = r == 0 ? (int)out->data : 0;
 	} else
 		r = ksys_ioctl(fd, FIONREAD, &n);
 	if (r == 0) {

@@ -387,7 +387,9 @@ kq_ev_stale(const struct kqueue *kq, const struct epoll_event *e,
 /*
  * FIONREAD of the descriptor of epoll event e, taken after a wait and
  * before kq_lock is taken again (a read-only query on a number the set has
- * just reported), or INT_MIN.  kq_translate uses it only if the event is
+ * just reported): the count, -errno if the descriptor has none (a listening
+ * socket, an eventfd: the filter then goes straight to its other ways), or
+ * INT_MIN when not asked.  kq_translate uses it only if the event is
  * not stale (kq_ev_stale): the number then still names the registered
  * file, unless the application closed it behind the C library's back.
  * EVFILT_READ's one system call, made outside the lock, so that threads
@@ -396,12 +398,12 @@ kq_ev_stale(const struct kqueue *kq, const struct epoll_event *e,
 static int
 kq_prefetch_nread(const struct epoll_event *e)
 {
-	int n;
+	int n, r;
 
-	if ((e->data.u64 & KQ_SRCKEY) || !(e->events & EPOLLIN) ||
-	    ksys_ioctl((int)e->data.u64, FIONREAD, &n) != 0)
+	if ((e->data.u64 & KQ_SRCKEY) || !(e->events & EPOLLIN))
 		return INT_MIN;
-	return n;
+	r = ksys_ioctl((int)e->data.u64, FIONREAD, &n);
+	return r != 0 ? r : n;
 }
 
 /*

@@ -138,9 +138,9 @@ struct knote;
 #define KQ_HINT_STALE	(1u << 31)
 /*
  * In an EVFILT_READ hint: out->data already holds the descriptor's
- * FIONREAD count, taken after the wait returned and before kq_lock was
- * taken again, and the registration has not changed since the wait began
- * (see kq_scan).  EPOLLONESHOT's bit: epoll never reports it.
+ * FIONREAD count (or -errno: it has none), taken after the wait returned
+ * and before kq_lock was taken again, and the registration has not changed
+ * since the wait began (see kq_scan).  EPOLLONESHOT's bit: epoll never reports it.
  */
 #define KQ_HINT_NREAD	(1u << 30)
 
