@@ -6,9 +6,10 @@
 
 `check` starts BIN on 127.0.0.1 (free ports, prefix DIR, `daemon off`, its
 own process group, stopped at the end) with the upstreams it needs, written
-here: a TCP echo server, a UDP echo server that answers in bursts, a DNS
-responder that answers A queries in bursts, and a bound port that refuses
-connections.  Each check prints one line
+here: a TCP echo server, a TCP server that resets its connections, a slow
+HTTP server, a UDP echo server that answers in bursts, a DNS responder that
+answers A queries in bursts, and a bound port that refuses connections.
+Each check prints one line
 
     CHECK<TAB>name<TAB>PASS|FAIL<TAB>detail
 
@@ -109,6 +110,90 @@ class TcpEcho(Server):
             except OSError:
                 break
             self.connections += 1
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+        self.sock.close()
+
+
+class TcpReset(Server):
+    """Reads what comes, then resets the connection (SO_LINGER 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.sock = socket.socket()
+        self.sock.bind((HOST, 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.resets = 0
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            c.settimeout(5)
+            try:
+                c.recv(65536)
+            except OSError:
+                pass
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                         struct.pack("ii", 1, 0))
+            c.close()
+            self.resets += 1
+        self.sock.close()
+
+
+class SlowHttp(Server):
+    """An HTTP upstream that answers after `delay` seconds, unless its
+    client (nginx) closes first; records how long each connection lived
+    and whether it was closed by the other side."""
+
+    def __init__(self, delay=4.0):
+        super().__init__()
+        self.sock = socket.socket()
+        self.sock.bind((HOST, 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.delay = delay
+        self.closed_early = []      # seconds from request to nginx's close
+
+    def serve(self, c):
+        c.settimeout(5)
+        try:
+            req = b""
+            while b"\r\n\r\n" not in req:
+                b = c.recv(4096)
+                if not b:
+                    return
+                req += b
+            t0 = time.monotonic()
+            c.settimeout(0.05)
+            while time.monotonic() - t0 < self.delay:
+                try:
+                    if not c.recv(4096):
+                        self.closed_early.append(time.monotonic() - t0)
+                        return
+                except socket.timeout:
+                    continue
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n"
+                      b"Connection: close\r\n\r\nslow")
+        except OSError:
+            self.closed_early.append(-1)
+        finally:
+            c.close()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                break
             threading.Thread(target=self.serve, args=(c,), daemon=True).start()
         self.sock.close()
 
@@ -365,16 +450,18 @@ def main_check(a):
         with open(os.path.join(docroot, name), "wb") as f:
             f.write(data)
 
-    echo, dns = TcpEcho(), Dns()
+    echo, dns, rst, slow = TcpEcho(), Dns(), TcpReset(), SlowHttp()
     udp_n = 20
     uecho = UdpBurstEcho(udp_n)
-    for s in (echo, dns, uecho):
+    servers = (echo, dns, uecho, rst, slow)
+    for s in servers:
         s.start()
     # a bound socket that does not listen: connections to it are refused
     dead = socket.socket()
     dead.bind((HOST, 0))
     dead_port = dead.getsockname()[1]
-    p_static, p_back, p_proxy, p_resolv, p_tcp, p_udp = free_ports(6)
+    p_static, p_back, p_proxy, p_resolv, p_tcp, p_udp, p_rst, p_timer, \
+        p_timer2 = free_ports(9)
 
     conf = f"""{user_line()}worker_processes 2;
 daemon off;
@@ -407,6 +494,7 @@ http {{
         proxy_set_header Connection "";
         location /p/ {{ proxy_pass http://back/; }}
         location /r/ {{ proxy_pass http://back_refused/; }}
+        location /slow/ {{ proxy_pass http://{HOST}:{slow.port}; }}
     }}
     server {{
         listen {HOST}:{p_resolv};
@@ -424,6 +512,11 @@ stream {{
         listen {HOST}:{p_tcp};
         proxy_pass tcp_refused;
         proxy_connect_timeout 3s;
+        proxy_timeout 10s;
+    }}
+    server {{
+        listen {HOST}:{p_rst};
+        proxy_pass {HOST}:{rst.port};
         proxy_timeout 10s;
     }}
     server {{
@@ -535,6 +628,36 @@ stream {{
         return ok, "6 MiB read slowly through a 16 KiB receive buffer: %d bytes%s" % (
             len(body), "" if ok else " (WRONG)")
 
+    @check("static-client-abort")
+    def c_abort():
+        # clients that reset the connection in the middle of a 6 MiB file:
+        # nginx meets the reset on its WRITE event (EV_EOF, ECONNRESET or
+        # EPIPE in fflags on kqueue) and must go on serving the others
+        for i in range(12):
+            s = socket.create_connection((HOST, p_static), timeout=10)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" %
+                      (b"/sf/f6m" if i % 2 else b"/f6m"))
+            got = 0
+            while got < 100000:
+                b = s.recv(65536)
+                if not b:
+                    break
+                got += len(b)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                         struct.pack("ii", 1, 0))
+            s.close()
+        time.sleep(0.3)
+        st, body, _, c = http_get(p_static, "/f300k")
+        c.close()
+        ok = st == 200 and body == files["f300k"]
+        log = ngx.log()
+        return ok, "12 clients reset a 6 MiB transfer after 100 kB (logged: " \
+            "%d ECONNRESET, %d EPIPE); the next request %s" % (
+                log.count("(104: Connection reset by peer) while sending"),
+                log.count("(32: Broken pipe) while sending"),
+                "served" if ok else "FAILED")
+
     @check("http-proxy")
     def c_proxy():
         names = list(files)
@@ -595,6 +718,59 @@ stream {{
             "%d refusals logged%s" % ("all echoed" if not bad else "; ".join(bad),
                                       reached, refused, kevent_note(by_kevent))
 
+    @check("stream-tcp-upstream-reset")
+    def c_reset():
+        # the upstream resets an established connection: nginx must close
+        # the client's at once (ECONNRESET, from EV_EOF's fflags on kqueue)
+        times, bad = [], []
+        for i in range(4):
+            s = socket.create_connection((HOST, p_rst),
+                                         timeout=5)
+            t0 = time.monotonic()
+            s.sendall(b"hello %d\n" % i)
+            try:
+                b = s.recv(100)
+                if b:
+                    bad.append("conn %d: got data" % i)
+            except ConnectionResetError:
+                pass
+            except socket.timeout:
+                bad.append("conn %d: still open after 5 s" % i)
+            times.append(time.monotonic() - t0)
+            s.close()
+        time.sleep(0.2)
+        lines = [l for l in ngx.log().splitlines()
+                 if "(104: Connection reset by peer)" in l and
+                 "server: %s:%d" % (HOST, p_rst) in l]
+        by_kevent = sum("kevent() reported" in l for l in lines)
+        ok = not bad and len(lines) >= 4 and \
+            (a.method != "kqueue" or by_kevent == len(lines))
+        return ok, "4 connections reset by the upstream: %s in %.2f s at " \
+            "most; %d resets logged%s" % (
+                "all closed" if not bad else "; ".join(bad), max(times),
+                len(lines), kevent_note(by_kevent))
+
+    @check("http-proxy-client-abort")
+    def c_client_abort():
+        # the client goes away while nginx waits for a slow upstream: nginx
+        # must notice (kqueue: EV_EOF on the client's READ) and close the
+        # upstream connection long before the upstream answers (4 s)
+        before = len(slow.closed_early)
+        for i in range(3):
+            s = socket.create_connection((HOST, p_proxy), timeout=5)
+            s.sendall(b"GET /slow/%d HTTP/1.1\r\nHost: x\r\n\r\n" % i)
+            time.sleep(0.3)
+            s.close()
+        deadline = time.monotonic() + 3
+        while len(slow.closed_early) - before < 3 and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        early = slow.closed_early[before:]
+        ok = len(early) == 3 and all(0 <= t < 2 for t in early)
+        return ok, "3 clients gone while the upstream waits 4 s: upstream " \
+            "connections closed by nginx after %s s" % (
+                ", ".join("%.2f" % t for t in early) or "none")
+
     @check("stream-udp-burst")
     def c_udp():
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -640,8 +816,60 @@ stream {{
             "(largest burst of answers to one socket: %d)%s" % (
                 n, queried, burst, "; " + "; ".join(errs[:3]) if errs else "")
 
-    for c in (c_method, c_static, c_keepalive, c_concurrent, c_slow, c_proxy,
-              c_proxy_refused, c_stream, c_udp, c_resolver):
+    @check("timer-resolution")
+    def c_timer():
+        # a second instance with timer_resolution: nginx's clock then comes
+        # from a periodic timer (kqueue: EVFILT_TIMER; epoll: setitimer),
+        # and an idle stream connection must still time out on time
+        conf2 = f"""{user_line()}worker_processes 1;
+daemon off;
+master_process on;
+error_log logs/error.log info;
+pid logs/nginx.pid;
+timer_resolution 20ms;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    server {{ listen {HOST}:{p_timer}; root {docroot}; }}
+}}
+stream {{
+    server {{
+        listen {HOST}:{p_timer2};
+        proxy_pass {HOST}:{echo.port};
+        proxy_timeout 500ms;
+    }}
+}}
+"""
+        n2 = Nginx(a.nginx, os.path.join(prefix, "timer"), conf2)
+        try:
+            n2.start(p_timer)
+            st, body, _, c = http_get(p_timer, "/f70k")
+            c.close()
+            s = socket.create_connection((HOST, p_timer2), timeout=5)
+            s.sendall(b"tick\n")
+            echoed = s.recv(100)
+            t0 = time.monotonic()
+            try:
+                rest = s.recv(100)
+            except socket.timeout:
+                rest = None
+            idle = time.monotonic() - t0
+            s.close()
+        finally:
+            rc = n2.stop()
+        alerts = [l for l in n2.log().splitlines()
+                  if re.search(r"\[(alert|emerg|crit)\]", l)]
+        ok = st == 200 and body == files["f70k"] and echoed == b"tick\n" \
+            and rest == b"" and 0.4 <= idle < 2.5 and rc == 0 and not alerts
+        return ok, "timer_resolution 20ms: static file %s; idle stream " \
+            "connection (proxy_timeout 500ms) closed by nginx after %.2f s%s; " \
+            "exit status %s, %d alerts" % (
+                "served" if st == 200 and body == files["f70k"] else "FAILED",
+                idle, "" if rest == b"" else " (NOT CLOSED)", rc, len(alerts))
+
+    for c in (c_method, c_static, c_keepalive, c_concurrent, c_slow,
+              c_abort, c_proxy, c_proxy_refused, c_client_abort, c_stream,
+              c_reset, c_udp, c_resolver, c_timer):
         c()
 
     rc = ngx.stop()
@@ -654,7 +882,7 @@ stream {{
         "SIGQUIT: exit status %s; %d alert/crit/emerg lines in the error log%s"
         % (rc, len(bad), (": " + bad[0][:200]) if bad else "")), flush=True)
     results.append(("clean-shutdown", ok, ""))
-    for s in (echo, dns, uecho):
+    for s in servers:
         s.stop.set()
     dead.close()
     return 0 if all(r[1] for r in results) else 1

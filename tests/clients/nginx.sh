@@ -28,13 +28,18 @@
 #    (nginx and the upstreams it needs started by the test on free ports,
 #    every process stopped at the end): the event method the error log
 #    names, static files (several sizes up to 6 MiB, sendfile off and on,
-#    keep-alive, 16 concurrent clients, a slow reader), an HTTP proxy to a
-#    second server block, HTTP and stream (TCP) upstreams whose first server
-#    refuses connections (nginx must go to the second; on kqueue the error
-#    must come from kevent, EV_EOF's fflags), a burst of 20 datagrams through
-#    the UDP stream proxy to an echo server answering in bursts, `resolver`
-#    with 8 names in flight against a DNS responder answering in bursts,
-#    and a clean SIGQUIT shutdown with no alert in the error log.  A check
+#    keep-alive, 16 concurrent clients, a slow reader, clients resetting
+#    mid-transfer), an HTTP proxy to a second server block, HTTP and stream
+#    (TCP) upstreams whose first server refuses connections (nginx must go
+#    to the second; on kqueue the error must come from kevent, EV_EOF's
+#    fflags), clients leaving while a slow HTTP upstream works (nginx must
+#    close the upstream connection at once), a stream upstream resetting
+#    its connection (ECONNRESET, from fflags on kqueue), a burst of 20
+#    datagrams through the UDP stream proxy to an echo server answering in
+#    bursts, `resolver` with 8 names in flight against a DNS responder
+#    answering in bursts, `timer_resolution` (EVFILT_TIMER on kqueue) with
+#    a stream timeout, and a clean SIGQUIT shutdown with no alert in the
+#    error log.  A check
 #    that fails on kqueue only is run again once (the whole set) and is
 #    reported as FLAKY if it then passes.
 # 4. Measures requests per second of a 4 KiB static file with ab (keep-alive,
@@ -186,8 +191,10 @@ run_checks() {	# backend round
 	echo $rc >"$res/$b-$r.rc"
 }
 names="start event-method static-files static-keepalive static-concurrent
-    static-slow-reader http-proxy http-proxy-refused-upstream
-    stream-tcp-refused-upstream stream-udp-burst resolver clean-shutdown"
+    static-slow-reader static-client-abort http-proxy
+    http-proxy-refused-upstream http-proxy-client-abort
+    stream-tcp-refused-upstream stream-tcp-upstream-reset stream-udp-burst
+    resolver timer-resolution clean-shutdown"
 status_of() {	# tsv name -> PASS|FAIL|MISSING
 	awk -F'\t' -v n="$2" '$1 == n { s = $2 } END { print (s == "" ? "MISSING" : s) }' "$1"
 }
