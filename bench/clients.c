@@ -6,25 +6,33 @@
  * build/clients/libevent-bench.tsv (columns: backend, n, a, w, samples,
  * median_us, min_us, max_us, x_epoll).
  *
- * Contract: clients_table() fills *t from that file when it exists and
- * returns 1, else returns 0 and kqbench says how to produce it.  The
- * figures are copied, never re-measured; the note gives the file's date so
- * a stale run is visible.  Runs in the driver process only.
+ * And nginx's requests per second on a 4 KiB static file, its kqueue
+ * module over kq against its epoll build, as written by
+ * tests/clients/nginx.sh to build/clients/nginx-bench.tsv (columns: mode,
+ * concurrency, requests, runs, kq_rps, epoll_rps, kq_over_epoll, kq_all,
+ * epoll_all; the rates are medians over the runs).
+ *
+ * Contract: clients_table() and clients_nginx_table() fill *t from their
+ * file when it exists and return 1, else return 0 and kqbench says how to
+ * produce it.  The figures are copied, never re-measured; the note gives
+ * the file's date so a stale run is visible.  Runs in the driver process
+ * only.
  */
 #include "bench.h"
 
 #include <sys/stat.h>
 
-/* <outdir>/../clients/libevent-bench.tsv, or $KQBENCH_LIBEVENT_TSV. */
+/* <outdir>/../clients/<file>, or $<env> when set. */
 static void
-clients_path(const char *outdir, char *path, size_t len)
+clients_path(const char *outdir, const char *env, const char *file,
+    char *path, size_t len)
 {
-	const char *env = getenv("KQBENCH_LIBEVENT_TSV");
+	const char *e = getenv(env);
 
-	if (env && *env)
-		snprintf(path, len, "%s", env);
+	if (e && *e)
+		snprintf(path, len, "%s", e);
 	else
-		snprintf(path, len, "%s/../clients/libevent-bench.tsv", outdir);
+		snprintf(path, len, "%s/../clients/%s", outdir, file);
 }
 
 int
@@ -39,7 +47,8 @@ clients_table(const char *outdir, struct bench_table *t)
 	snprintf(t->name, sizeof(t->name), "libevent-bench");
 	snprintf(t->title, sizeof(t->title), "libevent-bench: libevent's own "
 	    "test/bench (seed 003), kqueue backend over kq vs epoll backend");
-	clients_path(outdir, path, sizeof(path));
+	clients_path(outdir, "KQBENCH_LIBEVENT_TSV", "libevent-bench.tsv",
+	    path, sizeof(path));
 	if (stat(path, &sb) != 0 || !(f = fopen(path, "r"))) {
 		bt_note(t, "No figures: run `tests/clients/libevent.sh` (it "
 		    "builds libevent 2.1.12 against kq and writes %s), then "
@@ -79,5 +88,72 @@ clients_table(const char *outdir, struct bench_table *t)
 	    "prints the microseconds of one round (a writes passed along n "
 	    "socketpairs, w writes in all); the median over the samples is "
 	    "shown. `x epoll` = kq / epoll, lower is better.\n", path, date);
+	return 1;
+}
+
+int
+clients_nginx_table(const char *outdir, struct bench_table *t)
+{
+	char path[4096], line[1024], date[64];
+	struct stat sb;
+	int hdr = 1;
+	FILE *f;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "nginx-bench");
+	snprintf(t->title, sizeof(t->title), "nginx-bench: nginx 1.22.1, "
+	    "requests/s of a 4 KiB static file, kqueue module over kq vs "
+	    "epoll");
+	clients_path(outdir, "KQBENCH_NGINX_TSV", "nginx-bench.tsv", path,
+	    sizeof(path));
+	if (stat(path, &sb) != 0 || !(f = fopen(path, "r"))) {
+		bt_note(t, "No figures: run `tests/clients/nginx.sh` (it "
+		    "builds nginx 1.22.1 with its kqueue module over kq and "
+		    "writes %s), then kqbench again.\n", path);
+		return 0;
+	}
+	bt_cols(t, "mode|concurrency|backend|requests/run|runs|"
+	    "req/s median|req/s every run|x epoll (req/s)");
+	while (fgets(line, sizeof(line), f)) {
+		char *v[9], *save = NULL, *tok;
+		int n = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (hdr) {	/* the header row names the columns */
+			hdr = 0;
+			continue;
+		}
+		for (tok = strtok_r(line, "\t", &save); tok && n < 9;
+		    tok = strtok_r(NULL, "\t", &save))
+			v[n++] = tok;
+		if (n < 9)
+			continue;
+		for (int b = 0; b < 2; b++) {
+			int r = bt_row(t);
+
+			if (r < 0)
+				break;
+			bt_set(t, r, 0, "%s", v[0]);
+			bt_set(t, r, 1, "%s", v[1]);
+			bt_set(t, r, 2, "%s", b ? "epoll" : "kq");
+			bt_set(t, r, 3, "%s", v[2]);
+			bt_set(t, r, 4, "%s", v[3]);
+			bt_set(t, r, 5, "%s", v[b ? 5 : 4]);
+			bt_set(t, r, 6, "%s", v[b ? 8 : 7]);
+			bt_set(t, r, 7, "%s", b ? "1.00" : v[6]);
+		}
+	}
+	fclose(f);
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z",
+	    localtime(&sb.st_mtime));
+	bt_note(t, "Copied from %s (written %s by tests/clients/nginx.sh, "
+	    "not by this kqbench run). nginx 1.22.1 (Debian's source), one "
+	    "worker, `access_log off`, a 4 KiB file; rows `kq`: its kqueue "
+	    "module linked with kq (tests/clients/nginx-kqueue.patch selects "
+	    "it on Linux), rows `epoll`: the same source unmodified. Load "
+	    "from ab (apache2-utils) on the same machine, keep-alive or a new "
+	    "connection per request; each run lasts 2 s at most, the builds "
+	    "are taken in turn, the median run is shown. `x epoll` = kq / "
+	    "epoll requests per second, higher is better.\n", path, date);
 	return 1;
 }

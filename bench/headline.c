@@ -81,6 +81,8 @@ static const struct hl_spec specs[] = {
 	    NULL },
 	{ "libevent-bench", "x epoll", "libevent test/bench, us per round",
 	    NULL, NULL, NULL },
+	{ "nginx-bench", "x epoll (req/s)", "nginx static 4 KiB, requests per s "
+	    "(higher wins)", NULL, NULL, NULL },
 };
 
 static int

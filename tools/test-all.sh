@@ -3,7 +3,10 @@
 # TSan (concurrency tests), the man page lint, and an install smoke test
 # (pkg-config and CMake find_package), and libevent's regression suite on
 # its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
-# source via apt, its epoll backend as baseline), and the differential test
+# source via apt, its epoll backend as baseline), nginx's kqueue module over
+# kq smoke-tested beside its epoll build (tests/clients/nginx.sh: Debian's
+# nginx source via apt; static files, proxies, refused upstreams, UDP,
+# resolver; about 3 minutes), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
@@ -75,6 +78,7 @@ step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | t
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
