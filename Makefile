@@ -65,7 +65,7 @@ ifeq ($(SAN),fault)
 LIB_EXPORTS += kq_fault_set kq_fault_count
 endif
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
-LIB_HDRS := $(wildcard src/*.h) include/sys/event.h
+LIB_HDRS := $(wildcard src/*.h) include/sys/event.h include/port.h
 
 TEST_SRCS := $(wildcard tests/test-*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
@@ -169,6 +169,7 @@ install: lib
 	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/kq \
 	    $(DESTDIR)$(MANDIR)/man2
 	install -m 644 include/sys/event.h $(DESTDIR)$(INCDIR)/kq/sys/event.h
+	install -m 644 include/port.h $(DESTDIR)$(INCDIR)/kq/port.h
 	install -m 755 $(B)/libkq.so $(DESTDIR)$(LIBDIR)/libkq.so.$(VERSION)
 	ln -sf libkq.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libkq.so.$(SOVER)
 	ln -sf libkq.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libkq.so
