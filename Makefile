@@ -60,7 +60,9 @@ LDLIBS_T   := -lpthread
 LIB_SRCS := $(wildcard src/*.c)
 LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
-	close dup2 dup3 close_range closefrom
+	close dup2 dup3 close_range closefrom \
+	port_create port_associate port_dissociate port_send port_sendn \
+	port_get port_getn port_alert
 ifeq ($(SAN),fault)
 LIB_EXPORTS += kq_fault_set kq_fault_count
 endif
@@ -98,7 +100,7 @@ $(B)/libkq.a: $(LIB_OBJS)
 	ar rcs $@ $(B)/libkq-all.o
 
 # Tests link the static library so that sanitizers see the whole program.
-$(B)/tests/%: tests/%.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h
+$(B)/tests/%: tests/%.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h include/port.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a -lcmocka $(LDLIBS_T)
 

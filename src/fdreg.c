@@ -79,7 +79,8 @@ static int
 fdreg_uses(const struct knote *kn)
 {
 	return kn->kn_filter == EVFILT_READ || kn->kn_filter == EVFILT_WRITE ||
-	    kn->kn_filter == EVFILT_EMPTY || kn->kn_filter == EVFILT_PROCDESC;
+	    kn->kn_filter == EVFILT_EMPTY || kn->kn_filter == EVFILT_PROCDESC ||
+	    kn->kn_filter == KQ_EVFILT_PORTFD;
 }
 
 static uint32_t
@@ -94,8 +95,11 @@ fdreg_want(struct kqueue *kq, int fd)
 			continue;
 		if (!(kn->kn_flags & EV_DISPATCH))
 			dispatch = 0;
-		want |= (kn->kn_filter == EVFILT_READ ||
-		    kn->kn_filter == EVFILT_PROCDESC) ? R_IN : R_OUT;
+		if (kn->kn_filter == KQ_EVFILT_PORTFD)
+			want |= port_fd_interest(kn);	/* port.c */
+		else
+			want |= (kn->kn_filter == EVFILT_READ ||
+			    kn->kn_filter == EVFILT_PROCDESC) ? R_IN : R_OUT;
 		if ((kn->kn_flags & EV_CLEAR) || kn->kn_filter == EVFILT_EMPTY ||
 		    (kn->kn_sfflags & NOTE_LOWAT))
 			edge = 1;

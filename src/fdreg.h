@@ -41,5 +41,7 @@ int	fdreg_detach(struct kqueue *kq, struct knote *kn);
 int	fdreg_update(struct kqueue *kq, struct knote *kn, int readd);
 int	fdreg_fired(struct kqueue *kq, struct knote *chain);
 void	fdreg_sync(struct kqueue *kq, int fd);
+/* port.c: the R_IN/R_OUT interest of a PORT_SOURCE_FD knote */
+uint32_t port_fd_interest(const struct knote *kn);
 
 #endif

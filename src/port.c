@@ -1,0 +1,552 @@
+/*
+ * port.c -- Solaris/illumos event ports (<port.h>): a second front door to
+ * the kqueue engine.
+ *
+ * A port is a kqueue created with kq_port set (kq_create): the same epoll
+ * set, doorbell, knotes, active list and scan, so it is pollable (readable
+ * while events are pending), close-on-exec, and safe from many threads
+ * with no lock of its own.  kevent() refuses a port (EINVAL) and the
+ * port_* functions refuse anything else (EBADFD).  What differs is only
+ * how events are named and handed out, done here with three private
+ * filters (kq_int.h):
+ *
+ *   PORT_SOURCE_FD    KQ_EVFILT_PORTFD, ident = the descriptor, fflags =
+ *		       the poll(2) events asked for, EV_ONESHOT: it takes
+ *		       part in the descriptor's epoll registration like
+ *		       EVFILT_READ/WRITE (fdreg.c asks port_fd_interest()),
+ *		       is reported once with the poll revents in data, and is
+ *		       then gone (the association with it).  Re-associating
+ *		       is EV_ADD on the knote (new events and user); closing
+ *		       the descriptor drops it like any descriptor knote.
+ *   PORT_SOURCE_USER  KQ_EVFILT_PORTUSER, one knote per port_send(), ident
+ *		       a process-wide sequence number, queued on the active
+ *		       list at once, EV_ONESHOT; the doorbell wakes waiters.
+ *   PORT_SOURCE_ALERT KQ_EVFILT_PORTALERT, at most one knote (ident 0):
+ *		       while it exists it is kq_alert, which kq_collect
+ *		       reports alone on every collection without consuming
+ *		       it; it sits on the active list so the doorbell stays
+ *		       rung and every sleeper wakes (each in turn: the
+ *		       doorbell is level-triggered).
+ *
+ * Each event is handed to exactly one caller: the engine copies a knote
+ * out under kq_lock, and a one-shot knote is dropped in the same critical
+ * section (docs/DESIGN.md §4).
+ *
+ * PORT_SOURCE_TIMER, PORT_SOURCE_AIO, PORT_SOURCE_MQ and PORT_SOURCE_FILE
+ * are not provided (EINVAL from port_associate); see port_associate(3).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
+
+#include "kq_int.h"
+#include "fdreg.h"
+#include "port.h"
+
+#define PORT_CHUNK	64	/* kevents collected per engine call */
+
+/* poll(2) events that need the read side / the write side */
+#define PORT_RD		(POLLIN | POLLRDNORM | POLLRDBAND | POLLPRI | POLLRDHUP)
+#define PORT_WR		(POLLOUT | POLLWRNORM | POLLWRBAND)
+/* reported whether asked for or not */
+#define PORT_ALWAYS	(POLLERR | POLLHUP | POLLNVAL)
+
+/* ---- PORT_SOURCE_FD ---- */
+
+uint32_t
+port_fd_interest(const struct knote *kn)
+{
+	uint32_t w = 0;
+
+	if (kn->kn_sfflags & PORT_RD)
+		w |= R_IN;
+	if (kn->kn_sfflags & PORT_WR)
+		w |= R_OUT;
+	return w;
+}
+
+/*
+ * The poll revents of the association.  epoll's mask is the descriptor's
+ * readiness when the event was taken, restricted to the registration's
+ * interest: enough when only POLLIN/POLLOUT were asked for; otherwise (or
+ * for a re-check, hint 0) the descriptor is polled.
+ */
+static int
+port_fd_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	int want = (int)kn->kn_sfflags, rev;
+
+	(void)kq;
+	if (hint != 0 && (want & ~(POLLIN | POLLOUT)) == 0) {
+		rev = (int)(hint & (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP));
+	} else {
+		struct pollfd p = { .fd = (int)kn->kn_ident,
+		    .events = (short)want };
+
+		if (poll(&p, 1, 0) < 0)
+			return 0;
+		if (p.revents & POLLNVAL)
+			return -1;	/* closed behind libc's back */
+		rev = p.revents;
+	}
+	rev &= want | PORT_ALWAYS;
+	if (rev == 0)
+		return 0;
+	out->data = rev;
+	return 1;
+}
+
+const struct filterops port_fd_filtops = {
+	.f_isfd = 1,
+	.f_attach = fdreg_attach,
+	.f_detach = fdreg_detach,
+	.f_update = fdreg_update,
+	.f_event = port_fd_event,
+};
+
+/* ---- PORT_SOURCE_USER ---- */
+
+static int
+port_user_attach(struct kqueue *kq, struct knote *kn)
+{
+	knote_enqueue(kq, kn);
+	return 0;
+}
+
+static int
+port_user_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	(void)kq;
+	(void)hint;
+	out->data = kn->kn_sdata;
+	return 1;
+}
+
+const struct filterops port_user_filtops = {
+	.f_isfd = 0,
+	.f_attach = port_user_attach,
+	.f_event = port_user_event,
+};
+
+/* ---- PORT_SOURCE_ALERT ---- */
+
+struct alnote {
+	struct knote	 al_kn;
+	void		*al_user;
+	int		 al_events;
+};
+
+#define AL(kn)	((struct alnote *)(void *)(kn))
+
+static int
+port_alert_modify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
+{
+	(void)kq;
+	if ((kn->kn_status & KN_ATTACHED) && (kev->fflags & PORT_ALERT_UPDATE))
+		return EBUSY;
+	AL(kn)->al_user = kev->udata;
+	AL(kn)->al_events = (int)kev->data;
+	return 0;
+}
+
+static int
+port_alert_attach(struct kqueue *kq, struct knote *kn)
+{
+	kq->kq_alert = kn;
+	knote_enqueue(kq, kn);
+	return 0;
+}
+
+static int
+port_alert_detach(struct kqueue *kq, struct knote *kn)
+{
+	if (kq->kq_alert == kn)
+		kq->kq_alert = NULL;
+	return 0;
+}
+
+static int
+port_alert_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	(void)kq;
+	(void)hint;
+	out->data = AL(kn)->al_events;
+	out->udata = AL(kn)->al_user;
+	return 1;
+}
+
+const struct filterops port_alert_filtops = {
+	.f_isfd = 0,
+	.f_size = sizeof(struct alnote),
+	.f_modify = port_alert_modify,
+	.f_attach = port_alert_attach,
+	.f_detach = port_alert_detach,
+	.f_event = port_alert_event,
+};
+
+/* ---- the front end ---- */
+
+/*
+ * The port of descriptor port, locked, or NULL with errno set: EBADF if
+ * it is not an open descriptor, EBADFD if it is one but no port.
+ */
+static struct kqueue *
+port_enter(int port, int *held)
+{
+	struct kqueue *kq;
+	int error;
+
+	if ((kq = kq_enter(port, held, &error)) == NULL) {
+		errno = error == EINVAL ? EBADFD : error;
+		return NULL;
+	}
+	if (!kq->kq_port) {
+		kq_leave(kq, *held);
+		errno = EBADFD;
+		return NULL;
+	}
+	return kq;
+}
+
+/* Apply one change to the port.  Returns 0 or an errno. */
+static int
+port_change(struct kqueue *kq, struct kevent *kev)
+{
+	int error = kq_register(kq, kev);
+
+	if (kq->kq_dead)
+		error = EBADF;
+	return error;
+}
+
+KQ_EXPORT int
+port_create(void)
+{
+	return kq_create(1, 1);
+}
+
+KQ_EXPORT int
+port_associate(int port, int source, uintptr_t object, int events,
+    void *user)
+{
+	struct kqueue *kq;
+	struct kevent kev;
+	int held, error;
+
+	if ((kq = port_enter(port, &held)) == NULL)
+		return -1;
+	if (source != PORT_SOURCE_FD)
+		error = EINVAL;
+	else if (object > INT_MAX)
+		error = EBADFD;
+	else {
+		EV_SET(&kev, object, KQ_EVFILT_PORTFD, EV_ADD | EV_ONESHOT,
+		    (unsigned)events, 0, user);
+		error = port_change(kq, &kev);
+		/* illumos: an object that is no descriptor is EBADFD. */
+		if (error == EBADF && !kq->kq_dead)
+			error = EBADFD;
+	}
+	kq_leave(kq, held);
+	if (error != 0) {
+		errno = error;
+		return -1;
+	}
+	return 0;
+}
+
+KQ_EXPORT int
+port_dissociate(int port, int source, uintptr_t object)
+{
+	struct kqueue *kq;
+	struct kevent kev;
+	int held, error;
+
+	if ((kq = port_enter(port, &held)) == NULL)
+		return -1;
+	if (source != PORT_SOURCE_FD)
+		error = EINVAL;
+	else if (object > INT_MAX)
+		error = EBADFD;
+	else {
+		EV_SET(&kev, object, KQ_EVFILT_PORTFD, EV_DELETE, 0, 0, NULL);
+		error = port_change(kq, &kev);
+		if (error == EBADF && !kq->kq_dead)
+			error = EBADFD;
+	}
+	kq_leave(kq, held);
+	if (error != 0) {
+		errno = error;
+		return -1;
+	}
+	return 0;
+}
+
+/* Identities of user events: each port_send() is an event of its own. */
+static _Atomic uintptr_t port_seq;
+
+static int
+port_send1(int port, int events, void *user)
+{
+	struct kqueue *kq;
+	struct kevent kev;
+	int held, error;
+
+	if ((kq = port_enter(port, &held)) == NULL)
+		return errno;
+	EV_SET(&kev, atomic_fetch_add_explicit(&port_seq, 1,
+	    memory_order_relaxed), KQ_EVFILT_PORTUSER, EV_ADD | EV_ONESHOT,
+	    0, events, user);
+	error = port_change(kq, &kev);
+	kq_leave(kq, held);
+	return error;
+}
+
+KQ_EXPORT int
+port_send(int port, int events, void *user)
+{
+	int error = port_send1(port, events, user);
+
+	if (error != 0) {
+		errno = error;
+		return -1;
+	}
+	return 0;
+}
+
+KQ_EXPORT int
+port_sendn(int ports[], int errors[], uint_t nent, int events, void *user)
+{
+	uint_t i;
+	int sent = 0;
+
+	if (nent == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ports == NULL || errors == NULL) {
+		errno = EFAULT;
+		return -1;
+	}
+	for (i = 0; i < nent; i++) {
+		errors[i] = port_send1(ports[i], events, user);
+		if (errors[i] == 0)
+			sent++;
+	}
+	return sent;
+}
+
+KQ_EXPORT int
+port_alert(int port, int flags, int events, void *user)
+{
+	struct kqueue *kq;
+	struct kevent kev;
+	int held, error;
+
+	if ((kq = port_enter(port, &held)) == NULL)
+		return -1;
+	if (flags != PORT_ALERT_SET && flags != PORT_ALERT_UPDATE)
+		error = EINVAL;
+	else if (events == 0) {
+		/* Leave alert mode (nothing to do when not in it). */
+		EV_SET(&kev, 0, KQ_EVFILT_PORTALERT, EV_DELETE, 0, 0, NULL);
+		error = port_change(kq, &kev);
+		if (error == ENOENT)
+			error = 0;
+	} else {
+		EV_SET(&kev, 0, KQ_EVFILT_PORTALERT, EV_ADD, (unsigned)flags,
+		    events, user);
+		error = port_change(kq, &kev);
+	}
+	kq_leave(kq, held);
+	if (error != 0) {
+		errno = error;
+		return -1;
+	}
+	return 0;
+}
+
+/* A collected kevent as the port event it stands for. */
+static void
+port_event_of(port_event_t *pe, const struct kevent *kev)
+{
+	pe->portev_events = (int)kev->data;
+	pe->portev_pad = 0;
+	pe->portev_user = kev->udata;
+	switch (kev->filter) {
+	case KQ_EVFILT_PORTFD:
+		pe->portev_source = PORT_SOURCE_FD;
+		pe->portev_object = kev->ident;
+		break;
+	case KQ_EVFILT_PORTALERT:
+		pe->portev_source = PORT_SOURCE_ALERT;
+		pe->portev_object = 0;
+		break;
+	default:
+		pe->portev_source = PORT_SOURCE_USER;
+		pe->portev_object = 0;
+		break;
+	}
+}
+
+/* Events pending on a locked port (port_getn with max 0). */
+static uint_t
+port_count(struct kqueue *kq)
+{
+	struct knote *kn;
+	int64_t n;
+
+	if (kq->kq_alert != NULL)
+		return 1;
+	n = kq_absorb(kq);
+	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
+		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))
+			n++;
+	return n > UINT_MAX ? UINT_MAX : (uint_t)n;
+}
+
+static int
+ts_valid(const struct timespec *ts)
+{
+	return ts == NULL || (ts->tv_sec >= 0 && ts->tv_nsec >= 0 &&
+	    ts->tv_nsec < 1000000000);
+}
+
+static int64_t
+ts_ns(const struct timespec *ts)
+{
+	if (ts->tv_sec > INT64_MAX / 1000000000 - 1)
+		return INT64_MAX;
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+/*
+ * Collect up to max events into list, blocking until at least want were
+ * collected or the deadline passes.  Returns 0 (*got events) or an errno
+ * (ETIME: the timeout expired with *got < want).  kq entered and locked.
+ */
+static int
+port_collect(struct kqueue *kq, port_event_t *list, uint_t max, uint_t want,
+    const struct timespec *tsp, int *held, uint_t *got)
+{
+	struct kevent kev[PORT_CHUNK];
+	struct timespec zero = { 0, 0 }, left, *lp;
+	int64_t deadline = 0, t;
+	int n, i, chunk, alert = 0, nonblock;
+	uint_t k = 0;
+
+	nonblock = tsp != NULL && tsp->tv_sec == 0 && tsp->tv_nsec == 0;
+	if (tsp != NULL && !nonblock)
+		deadline = kq_now_ns() + (ts_ns(tsp) > INT64_MAX / 2 ?
+		    INT64_MAX / 2 : ts_ns(tsp));
+	while (k < max && !alert) {
+		chunk = max - k < PORT_CHUNK ? (int)(max - k) : PORT_CHUNK;
+		if (k >= want || nonblock)
+			lp = &zero;	/* what is there, without waiting */
+		else if (tsp == NULL)
+			lp = NULL;
+		else if ((t = deadline - kq_now_ns()) <= 0)
+			lp = &zero;	/* a last look */
+		else {
+			left.tv_sec = t / 1000000000;
+			left.tv_nsec = t % 1000000000;
+			lp = &left;
+		}
+		n = kq_port_scan(kq, kev, chunk, lp, held);
+		if (n < 0) {
+			*got = k;
+			return -n;
+		}
+		for (i = 0; i < n; i++) {
+			port_event_of(&list[k++], &kev[i]);
+			if (kev[i].filter == KQ_EVFILT_PORTALERT)
+				alert = 1;
+		}
+		if (k >= want || nonblock) {
+			if (n < chunk)
+				break;
+		} else if (n == 0) {
+			/* A blocking wait ended with fewer than asked for:
+			   the deadline passed. */
+			*got = k;
+			return ETIME;
+		}
+	}
+	*got = k;
+	return 0;
+}
+
+KQ_EXPORT int
+port_getn(int port, port_event_t list[], uint_t max, uint_t *nget,
+    struct timespec *timeout)
+{
+	struct kqueue *kq;
+	uint_t want, got;
+	int held, error;
+
+	if ((kq = port_enter(port, &held)) == NULL)
+		return -1;
+	if (nget == NULL || !ts_valid(timeout) || (max > 0 && list == NULL)) {
+		kq_leave(kq, held);
+		errno = EINVAL;
+		return -1;
+	}
+	if (max == 0) {
+		*nget = port_count(kq);
+		kq_leave(kq, held);
+		return 0;
+	}
+	want = *nget;
+	if (want > max) {
+		kq_leave(kq, held);
+		errno = EINVAL;
+		return -1;
+	}
+	if (want == 0) {
+		kq_leave(kq, held);
+		return 0;
+	}
+	if (max > PORT_MAX_LIST)
+		max = PORT_MAX_LIST;
+	error = port_collect(kq, list, max, want, timeout, &held, &got);
+	kq_leave(kq, held);
+	*nget = got;
+	if (error != 0) {
+		errno = error;
+		return -1;
+	}
+	return 0;
+}
+
+KQ_EXPORT int
+port_get(int port, port_event_t *pe, struct timespec *timeout)
+{
+	struct kqueue *kq;
+	uint_t got;
+	int held, error;
+
+	if ((kq = port_enter(port, &held)) == NULL)
+		return -1;
+	if (!ts_valid(timeout))
+		error = EINVAL;
+	else if (pe == NULL)
+		error = EFAULT;
+	else {
+		error = port_collect(kq, pe, 1, 1, timeout, &held, &got);
+		if (error == 0 && got == 0)
+			error = ETIME;	/* a zero timeout and nothing there */
+	}
+	kq_leave(kq, held);
+	if (error != 0) {
+		errno = error;
+		return -1;
+	}
+	return 0;
+}
