@@ -5,8 +5,9 @@
 #   make check-model     the randomized differential test against tests/model/
 #   make check-sanitize  every test under ASan+UBSan, concurrency tests under TSan
 #   make bench           build kqbench
-#   make fuzz            build the libFuzzer target build-fuzz/fuzz-kevent
-#                        (clang, ASan+UBSan; tools/fuzz-run.sh runs it)
+#   make fuzz            build the libFuzzer targets build-fuzz/fuzz-kevent and
+#                        build-fuzz/fuzz-port (clang, ASan+UBSan;
+#                        tools/fuzz-run.sh runs them)
 #   make install         install into $(DESTDIR)$(PREFIX)
 #
 #   make check-fault     the fault-injection sweep (tests/fault-sweep.c)
@@ -149,8 +150,15 @@ $(B)/fuzz-kevent: $(FUZZ_SRCS) $(B)/libkq.a include/sys/event.h
 $(B)/fuzz-kevent-standalone: $(FUZZ_SRCS) tests/fuzz/standalone-main.c $(B)/libkq.a include/sys/event.h
 	$(CC) $(BASECFLAGS) $(CFLAGS) -o $@ $(FUZZ_SRCS) tests/fuzz/standalone-main.c $(B)/libkq.a $(LDLIBS_T)
 
+# The event-port front end's target (tests/fuzz/fuzz-port.c), likewise.
+$(B)/fuzz-port: tests/fuzz/fuzz-port.c $(B)/libkq.a include/sys/event.h include/port.h
+	$(CC) $(BASECFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz-port.c $(B)/libkq.a $(LDLIBS_T)
+
+$(B)/fuzz-port-standalone: tests/fuzz/fuzz-port.c tests/fuzz/standalone-main.c $(B)/libkq.a include/sys/event.h include/port.h
+	$(CC) $(BASECFLAGS) $(CFLAGS) -o $@ tests/fuzz/fuzz-port.c tests/fuzz/standalone-main.c $(B)/libkq.a $(LDLIBS_T)
+
 fuzz:
-	$(MAKE) SAN=fuzz CC=clang build-fuzz/fuzz-kevent
+	$(MAKE) SAN=fuzz CC=clang build-fuzz/fuzz-kevent build-fuzz/fuzz-port
 
 $(B)/kqbench: $(BENCH_SRCS) $(BENCH_HDRS) $(B)/libkq.a
 	@mkdir -p $(dir $@)

@@ -50,7 +50,7 @@
 #define PORT_CHUNK	64	/* kevents collected per engine call */
 
 /* poll(2) events that need the read side / the write side */
-#define PORT_RD		(POLLIN | POLLRDNORM | POLLRDBAND | POLLPRI | POLLRDHUP)
+#define PORT_RD		(POLLIN | POLLRDNORM | POLLRDBAND | POLLRDHUP)
 #define PORT_WR		(POLLOUT | POLLWRNORM | POLLWRBAND)
 /* reported whether asked for or not */
 #define PORT_ALWAYS	(POLLERR | POLLHUP | POLLNVAL)
@@ -66,6 +66,8 @@ port_fd_interest(const struct knote *kn)
 		w |= R_IN;
 	if (kn->kn_sfflags & PORT_WR)
 		w |= R_OUT;
+	if (kn->kn_sfflags & POLLPRI)
+		w |= R_PRI;
 	return w;
 }
 
