@@ -8,8 +8,9 @@
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
 # descriptor creation or blocking wait failing; about 40 s), the libFuzzer
-# target tests/fuzz/fuzz-kevent.c under ASan+UBSan (tools/fuzz-run.sh;
-# KQ_FUZZ_SECONDS, default 60) and the line coverage of src/ by the tests
+# targets tests/fuzz/fuzz-kevent.c and tests/fuzz/fuzz-port.c (event ports)
+# under ASan+UBSan (tools/fuzz-run.sh; KQ_FUZZ_SECONDS, default 60, each)
+# and the line coverage of src/ by the tests
 # and the fuzz corpus (tools/coverage.sh, gcov).  Each cmocka test runs in
 # its own process
 # (tools/run-tests.sh).  Warnings are errors.
@@ -56,6 +57,7 @@ step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=
 step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep
 step "fault injection sweep (every filter; k-th alloc/fd/blocking wait fails)" bash -c "timeout 600 build-fault/tests/fault-sweep | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "fuzz (libFuzzer, asan+ubsan: regression inputs and seeds; ${KQ_FUZZ_SECONDS:-60}s exploratory)" bash -c "KQ_FUZZ_EXPLORE=1 tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "fuzz the port front end (libFuzzer, asan+ubsan: seeds; ${KQ_FUZZ_SECONDS:-60}s exploratory)" bash -c "KQ_FUZZ_TARGET=port KQ_FUZZ_EXPLORE=1 tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "coverage of src/ (tests + fuzz corpus, gcov)" bash -c "tools/coverage.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
