@@ -172,12 +172,12 @@ $(B)/demo: examples/demo.c $(B)/libkq.a
 demo: $(B)/demo
 
 man-lint:
-	mandoc -Tlint -W warning man/*.2
+	mandoc -Tlint -W warning man/*.2 man/*.3
 
 install: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/kq/sys \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/kq \
-	    $(DESTDIR)$(MANDIR)/man2
+	    $(DESTDIR)$(MANDIR)/man2 $(DESTDIR)$(MANDIR)/man3
 	install -m 644 include/sys/event.h $(DESTDIR)$(INCDIR)/kq/sys/event.h
 	install -m 644 include/port.h $(DESTDIR)$(INCDIR)/kq/port.h
 	install -m 755 $(B)/libkq.so $(DESTDIR)$(LIBDIR)/libkq.so.$(VERSION)
@@ -191,6 +191,12 @@ install: lib
 	    -e 's|@VERSION@|$(VERSION)|g' \
 	    cmake/kqConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/kq/kqConfig.cmake
 	install -m 644 man/kqueue.2 man/kevent.2 $(DESTDIR)$(MANDIR)/man2/
+	install -m 644 man/port_create.3 man/port_associate.3 man/port_get.3 \
+	    man/port_send.3 man/port_alert.3 $(DESTDIR)$(MANDIR)/man3/
+	for p in port_dissociate:port_associate port_getn:port_get \
+	    port_sendn:port_send; do \
+		echo ".so man3/$${p#*:}.3" > $(DESTDIR)$(MANDIR)/man3/$${p%:*}.3; \
+	done
 
 clean:
 	rm -rf build build-asan build-tsan build-fault build-fuzz build-cov
