@@ -2,8 +2,8 @@
 # Build kq and run every test: the plain build, ASan+UBSan (all tests),
 # TSan (concurrency tests), the man page lint, and an install smoke test
 # (pkg-config and CMake find_package), and libevent's regression suite on
-# its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
-# source via apt, its epoll backend as baseline), and the differential test
+# its kqueue and its evport backends over kq (tests/clients/libevent.sh:
+# Debian's libevent source via apt, its epoll backend as baseline), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
@@ -73,6 +73,7 @@ step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | t
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "libevent regress on evport (event ports) over kq (vs epoll)" bash -c "tests/clients/libevent.sh evport </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
