@@ -12,7 +12,7 @@
  *
  * SIGEV_PORT (4 on illumos) is not defined: 4 is Linux's SIGEV_THREAD_ID,
  * and glibc's timer_create() would take it as such.  PORT_SOURCE_TIMER is
- * not provided (see port_associate(3), LINUX NOTES).
+ * not provided (see port_create(3), LINUX NOTES).
  */
 #ifndef _KQ_PORT_H_
 #define _KQ_PORT_H_

@@ -481,11 +481,15 @@ int64_t		 kq_absorb(struct kqueue *);
  *   PORTUSER	PORT_SOURCE_USER: one knote per port_send(), ident a
  *		sequence number, queued at once, EV_ONESHOT.
  *   PORTALERT	PORT_SOURCE_ALERT: the port's alert (kq_alert below).
+ *   PORTFILE	PORT_SOURCE_FILE: ident the file_obj_t pointer; watched by
+ *		path through the kqueue's inotify instance (inotify.c calls
+ *		port_file_inotify), EV_ONESHOT.
  */
 #define KQ_EVFILT_PORTFD	(-EVFILT_SYSCOUNT - 1)
 #define KQ_EVFILT_PORTUSER	(-EVFILT_SYSCOUNT - 2)
 #define KQ_EVFILT_PORTALERT	(-EVFILT_SYSCOUNT - 3)
-#define KQ_FILTCOUNT		(EVFILT_SYSCOUNT + 3)
+#define KQ_EVFILT_PORTFILE	(-EVFILT_SYSCOUNT - 4)
+#define KQ_FILTCOUNT		(EVFILT_SYSCOUNT + 4)
 
 /* filter.c: the filter table; NULL for a filter kq does not provide */
 extern const struct filterops *const kq_sysfilt_ops[KQ_FILTCOUNT];
@@ -513,6 +517,11 @@ int		 kq_inotify_watch(struct kqueue *, struct knote *);
 int		 kq_inotify_set(struct kqueue *, struct knote *, uint32_t mask);
 void		 kq_inotify_sync(struct kqueue *);
 void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
+int		 kq_inotify_set_path(struct kqueue *, struct knote *,
+		    const char *path, uint32_t mask);
+/* port.c: an inotify event mask, or NOTE_* hint, for a PORTFILE knote */
+void		 port_file_inotify(struct kqueue *, struct knote *,
+		    uint32_t mask, uint32_t hint);
 
 /* filt_vnode.c: an inotify event mask, or NOTE_* hint, for a VNODE knote */
 void		 filt_vnode_inotify(struct kqueue *, struct knote *,
@@ -542,6 +551,7 @@ extern const struct filterops vnode_filtops;	/* filt_vnode.c */
 extern const struct filterops port_fd_filtops;	/* port.c */
 extern const struct filterops port_user_filtops;
 extern const struct filterops port_alert_filtops;
+extern const struct filterops port_file_filtops;
 
 /* kevent.c: monotonic clock, nanoseconds */
 int64_t		 kq_now_ns(void);

@@ -32,8 +32,14 @@
  * out under kq_lock, and a one-shot knote is dropped in the same critical
  * section (docs/DESIGN.md §4).
  *
- * PORT_SOURCE_TIMER, PORT_SOURCE_AIO, PORT_SOURCE_MQ and PORT_SOURCE_FILE
- * are not provided (EINVAL from port_associate); see port_associate(3).
+ *   PORT_SOURCE_FILE  KQ_EVFILT_PORTFILE, ident = the file_obj_t's address,
+ *		       EV_ONESHOT: the file is watched by name through the
+ *		       kqueue's inotify instance, shared with EVFILT_VNODE
+ *		       (inotify.c hands its events to port_file_inotify), and
+ *		       its times are compared with the object's at association.
+ *
+ * PORT_SOURCE_TIMER, PORT_SOURCE_AIO and PORT_SOURCE_MQ are not provided
+ * (EINVAL from port_associate); see port_create(3).
  */
 #include <errno.h>
 #include <limits.h>
@@ -42,6 +48,8 @@
 #include <string.h>
 #include <time.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 
 #include "kq_int.h"
 #include "fdreg.h"
@@ -193,6 +201,152 @@ const struct filterops port_alert_filtops = {
 	.f_event = port_alert_event,
 };
 
+/* ---- PORT_SOURCE_FILE ---- */
+
+/*
+ * The object is the caller's file_obj_t, which must stay valid while it is
+ * associated (as on illumos); the knote's ident is its address.  The file
+ * is watched by name through the kqueue's inotify instance (no descriptor
+ * is held, so an unlink really deletes it), after which its times are
+ * compared with the object's: any difference in what was asked for fires
+ * at once.  inotify events become FILE_* bits in fn_fired; the exceptions
+ * (FILE_DELETE, FILE_RENAME_FROM, UNMOUNTED) are always reported.
+ */
+struct fnote {
+	struct knote	 fn_kn;
+	uint32_t	 fn_fired;	/* FILE_* seen, not delivered */
+	int		 fn_events;	/* FILE_* asked for */
+	off_t		 fn_size;	/* for FILE_TRUNC */
+};
+
+#define FN(kn)	((struct fnote *)(void *)(kn))
+#define FO(kn)	((const file_obj_t *)(kn)->kn_ident)
+
+static int
+port_file_stat(const struct knote *kn, struct stat *st)
+{
+	const char *name = FO(kn)->fo_name;
+
+	return (FN(kn)->fn_events & FILE_NOFOLLOW) ? lstat(name, st) :
+	    stat(name, st);
+}
+
+static int
+ts_differ(const struct timespec *a, const timestruc_t *b)
+{
+	return a->tv_sec != b->tv_sec || a->tv_nsec != b->tv_nsec;
+}
+
+static int
+port_file_modify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
+{
+	(void)kq;
+	FN(kn)->fn_events = (int)kev->fflags;
+	return 0;
+}
+
+static int
+port_file_attach(struct kqueue *kq, struct knote *kn)
+{
+	struct fnote *fn = FN(kn);
+	uint32_t mask = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT;
+	struct stat st;
+	int e;
+
+	if (fn->fn_events & FILE_ACCESS)
+		mask |= IN_ACCESS;
+	if (fn->fn_events & (FILE_MODIFIED | FILE_TRUNC))
+		mask |= IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+		    IN_MOVED_TO;	/* a directory's entries modify it */
+	if (fn->fn_events & FILE_ATTRIB)
+		mask |= IN_ATTRIB;
+	if (fn->fn_events & FILE_NOFOLLOW)
+		mask |= IN_DONT_FOLLOW;
+	if ((e = kq_inotify_set_path(kq, kn, FO(kn)->fo_name, mask)) != 0)
+		return e;
+	/* Watched first, then compared: no change falls between. */
+	if (port_file_stat(kn, &st) != 0) {
+		e = errno;
+		kq_inotify_unwatch(kq, kn);
+		return e;
+	}
+	fn->fn_size = st.st_size;
+	if ((fn->fn_events & FILE_ACCESS) &&
+	    ts_differ(&st.st_atim, &FO(kn)->fo_atime))
+		fn->fn_fired |= FILE_ACCESS;
+	if ((fn->fn_events & FILE_MODIFIED) &&
+	    ts_differ(&st.st_mtim, &FO(kn)->fo_mtime))
+		fn->fn_fired |= FILE_MODIFIED;
+	if ((fn->fn_events & FILE_ATTRIB) &&
+	    ts_differ(&st.st_ctim, &FO(kn)->fo_ctime))
+		fn->fn_fired |= FILE_ATTRIB;
+	if (fn->fn_fired != 0)
+		knote_enqueue(kq, kn);
+	return 0;
+}
+
+static int
+port_file_detach(struct kqueue *kq, struct knote *kn)
+{
+	kq_inotify_unwatch(kq, kn);
+	return 0;
+}
+
+void
+port_file_inotify(struct kqueue *kq, struct knote *kn, uint32_t mask,
+    uint32_t hint)
+{
+	struct fnote *fn = FN(kn);
+	uint32_t f = 0;
+	struct stat st;
+
+	if (hint != 0 || (mask & (IN_MODIFY | IN_Q_OVERFLOW)))
+		f |= FILE_MODIFIED;
+	if (mask & IN_MODIFY) {
+		if (port_file_stat(kn, &st) == 0) {
+			if (st.st_size < fn->fn_size)
+				f |= FILE_TRUNC;
+			fn->fn_size = st.st_size;
+		}
+	}
+	if (mask & IN_ACCESS)
+		f |= FILE_ACCESS;
+	if (mask & (IN_ATTRIB | IN_Q_OVERFLOW))
+		f |= FILE_ATTRIB;
+	f &= (uint32_t)fn->fn_events;
+	if (mask & IN_DELETE_SELF)
+		f |= FILE_DELETE;
+	if (mask & IN_MOVE_SELF)
+		f |= FILE_RENAME_FROM;
+	if (mask & IN_UNMOUNT)
+		f |= UNMOUNTED;
+	if (f != 0) {
+		fn->fn_fired |= f;
+		knote_enqueue(kq, kn);
+	}
+}
+
+static int
+port_file_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	(void)hint;
+	kq_inotify_sync(kq);	/* what happened before this call */
+	if (FN(kn)->fn_fired == 0)
+		return 0;
+	out->data = FN(kn)->fn_fired;
+	return 1;
+}
+
+const struct filterops port_file_filtops = {
+	.f_isfd = 0,
+	.f_size = sizeof(struct fnote),
+	.f_modify = port_file_modify,
+	.f_attach = port_file_attach,
+	.f_detach = port_file_detach,
+	.f_event = port_file_event,
+};
+
 /* ---- the front end ---- */
 
 /*
@@ -244,7 +398,25 @@ port_associate(int port, int source, uintptr_t object, int events,
 
 	if ((kq = port_enter(port, &held)) == NULL)
 		return -1;
-	if (source != PORT_SOURCE_FD)
+	if (source == PORT_SOURCE_FILE) {
+		const file_obj_t *fo = (const file_obj_t *)object;
+
+		if (fo == NULL || fo->fo_name == NULL)
+			error = EFAULT;
+		else {
+			/* Associated again: compared again, from scratch. */
+			EV_SET(&kev, object, KQ_EVFILT_PORTFILE, EV_DELETE, 0,
+			    0, NULL);
+			(void)port_change(kq, &kev);
+			EV_SET(&kev, object, KQ_EVFILT_PORTFILE,
+			    EV_ADD | EV_ONESHOT, (unsigned)events, 0, user);
+			error = port_change(kq, &kev);
+			/* kq_change turns an attach's ENOENT into EBADF (for
+			   descriptors); a file has none. */
+			if (error == EBADF && !kq->kq_dead)
+				error = ENOENT;
+		}
+	} else if (source != PORT_SOURCE_FD)
 		error = EINVAL;
 	else if (object > INT_MAX)
 		error = EBADFD;
@@ -273,7 +445,10 @@ port_dissociate(int port, int source, uintptr_t object)
 
 	if ((kq = port_enter(port, &held)) == NULL)
 		return -1;
-	if (source != PORT_SOURCE_FD)
+	if (source == PORT_SOURCE_FILE) {
+		EV_SET(&kev, object, KQ_EVFILT_PORTFILE, EV_DELETE, 0, 0, NULL);
+		error = port_change(kq, &kev);
+	} else if (source != PORT_SOURCE_FD)
 		error = EINVAL;
 	else if (object > INT_MAX)
 		error = EBADFD;
@@ -385,6 +560,10 @@ port_event_of(port_event_t *pe, const struct kevent *kev)
 	switch (kev->filter) {
 	case KQ_EVFILT_PORTFD:
 		pe->portev_source = PORT_SOURCE_FD;
+		pe->portev_object = kev->ident;
+		break;
+	case KQ_EVFILT_PORTFILE:
+		pe->portev_source = PORT_SOURCE_FILE;
 		pe->portev_object = kev->ident;
 		break;
 	case KQ_EVFILT_PORTALERT:

@@ -11,6 +11,11 @@
  *     descriptor removes the association; dissociating an object that is
  *     not associated fails with ENOENT; an object that is no descriptor
  *     gives EBADFD.
+ *   - PORT_SOURCE_FILE: a file_obj_t names a file and the times last seen;
+ *     association compares them with the file's and fires at once if one
+ *     that was asked for differs; FILE_ACCESS, FILE_MODIFIED, FILE_ATTRIB,
+ *     FILE_TRUNC as asked; the exceptions (FILE_DELETE, FILE_RENAME_FROM,
+ *     ...) always; one event per association, like FD.
  *   - PORT_SOURCE_USER: port_send() queues one event per call (object 0);
  *     port_sendn() sends to several ports, fills errors[] and returns the
  *     number sent; nent 0 is EINVAL.
@@ -38,6 +43,7 @@
 #include <stdatomic.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 static int
@@ -355,6 +361,10 @@ associate_of_unsupported_source_gives_einval(void **state)
 
 	(void)state;
 	new_pipe(p);
+	errno = 0;
+	assert_int_equal(port_associate(port, PORT_SOURCE_TIMER, p[0], POLLIN,
+	    NULL), -1);
+	assert_int_equal(errno, EINVAL);
 	errno = 0;
 	assert_int_equal(port_associate(port, PORT_SOURCE_USER, p[0], POLLIN,
 	    NULL), -1);
@@ -881,6 +891,182 @@ get_interrupted_by_signal_gives_eintr(void **state)
 	assert_int_equal(e, EINTR);
 }
 
+/* ---- PORT_SOURCE_FILE ---- */
+
+struct tfile {
+	char		path[64];
+	file_obj_t	fo;
+};
+
+/* A new file, its file_obj_t filled with its current times. */
+static void
+new_file(struct tfile *f)
+{
+	struct stat st;
+	int fd;
+
+	snprintf(f->path, sizeof(f->path), "/tmp/kq-portf-%ld-XXXXXX",
+	    (long)getpid());
+	fd = mkstemp(f->path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "hello", 5), 5);
+	close(fd);
+	assert_int_equal(stat(f->path, &st), 0);
+	memset(&f->fo, 0, sizeof(f->fo));
+	f->fo.fo_atime = st.st_atim;
+	f->fo.fo_mtime = st.st_mtim;
+	f->fo.fo_ctime = st.st_ctim;
+	f->fo.fo_name = f->path;
+}
+
+static void
+file_association_fires_at_once_when_times_differ(void **state)
+{
+	struct tfile f;
+	int port = new_port();
+	port_event_t pe;
+
+	(void)state;
+	new_file(&f);
+	f.fo.fo_mtime.tv_sec -= 10;
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_MODIFIED | FILE_ATTRIB, (void *)6), 0);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_source, PORT_SOURCE_FILE);
+	assert_int_equal(pe.portev_object, (uintptr_t)&f.fo);
+	assert_int_equal(pe.portev_events, FILE_MODIFIED);
+	assert_ptr_equal(pe.portev_user, (void *)6);
+	expect_nothing(port);
+	unlink(f.path);
+}
+
+static void
+file_same_times_fire_nothing_until_a_change(void **state)
+{
+	struct tfile f;
+	int port = new_port(), fd;
+	port_event_t pe;
+
+	(void)state;
+	new_file(&f);
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_MODIFIED, NULL), 0);
+	expect_nothing(port);
+	fd = open(f.path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "!", 1), 1);
+	close(fd);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_events, FILE_MODIFIED);
+	/* One-shot, like PORT_SOURCE_FD. */
+	fd = open(f.path, O_WRONLY | O_APPEND);
+	assert_int_equal(write(fd, "!", 1), 1);
+	close(fd);
+	expect_nothing(port);
+	errno = 0;
+	assert_int_equal(port_dissociate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo), -1);
+	assert_int_equal(errno, ENOENT);
+	unlink(f.path);
+}
+
+static void
+file_attrib_and_access_are_reported_as_asked(void **state)
+{
+	struct tfile f;
+	int port = new_port(), fd;
+	char c;
+	port_event_t pe;
+
+	(void)state;
+	new_file(&f);
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_ATTRIB, NULL), 0);
+	assert_int_equal(chmod(f.path, 0640), 0);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_events, FILE_ATTRIB);
+	new_file(&f);	/* fresh times */
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_ACCESS, NULL), 0);
+	fd = open(f.path, O_RDONLY);
+	assert_int_equal(read(fd, &c, 1), 1);
+	close(fd);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_events, FILE_ACCESS);
+	unlink(f.path);
+}
+
+static void
+file_truncation_is_file_trunc(void **state)
+{
+	struct tfile f;
+	int port = new_port();
+	port_event_t pe;
+
+	(void)state;
+	new_file(&f);
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_MODIFIED | FILE_TRUNC, NULL), 0);
+	assert_int_equal(truncate(f.path, 1), 0);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_events, FILE_MODIFIED | FILE_TRUNC);
+	unlink(f.path);
+}
+
+static void
+file_exceptions_are_reported_even_when_not_asked(void **state)
+{
+	struct tfile f;
+	char to[80];
+	int port = new_port();
+	port_event_t pe;
+
+	(void)state;
+	new_file(&f);
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_ACCESS, NULL), 0);
+	snprintf(to, sizeof(to), "%s.moved", f.path);
+	assert_int_equal(rename(f.path, to), 0);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_events, FILE_RENAME_FROM);
+	/* Associated again by its new name: deleting it is FILE_DELETE. */
+	f.fo.fo_name = to;
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, 0, NULL), 0);
+	expect_nothing(port);
+	assert_int_equal(unlink(to), 0);
+	pe = expect_event(port);
+	assert_true(pe.portev_events & FILE_DELETE);
+	assert_int_equal(pe.portev_events & ~FILE_EXCEPTION, 0);
+}
+
+static void
+file_dissociate_and_missing_file(void **state)
+{
+	struct tfile f;
+	int port = new_port(), fd;
+
+	(void)state;
+	new_file(&f);
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_MODIFIED, NULL), 0);
+	assert_int_equal(port_dissociate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo), 0);
+	fd = open(f.path, O_WRONLY | O_APPEND);
+	assert_int_equal(write(fd, "!", 1), 1);
+	close(fd);
+	expect_nothing(port);
+	unlink(f.path);
+	errno = 0;
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE,
+	    (uintptr_t)&f.fo, FILE_MODIFIED, NULL), -1);
+	assert_int_equal(errno, ENOENT);
+	errno = 0;
+	assert_int_equal(port_associate(port, PORT_SOURCE_FILE, 0,
+	    FILE_MODIFIED, NULL), -1);
+	assert_int_equal(errno, EFAULT);
+}
+
 /* ---- the port descriptor ---- */
 
 static void
@@ -1086,6 +1272,12 @@ main(void)
 		T(fd_associate_of_bad_descriptor_gives_ebadfd),
 		T(associate_of_unsupported_source_gives_einval),
 		T(fd_same_descriptor_on_two_ports_fires_on_both),
+		T(file_association_fires_at_once_when_times_differ),
+		T(file_same_times_fire_nothing_until_a_change),
+		T(file_attrib_and_access_are_reported_as_asked),
+		T(file_truncation_is_file_trunc),
+		T(file_exceptions_are_reported_even_when_not_asked),
+		T(file_dissociate_and_missing_file),
 		T(user_send_queues_event_with_object_zero),
 		T(user_sends_are_separate_events_in_order),
 		T(user_sendn_sends_to_each_port_and_fills_errors),
