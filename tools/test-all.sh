@@ -3,7 +3,9 @@
 # TSan (concurrency tests), the man page lint, and an install smoke test
 # (pkg-config and CMake find_package), and libevent's regression suite on
 # its kqueue and its evport backends over kq (tests/clients/libevent.sh:
-# Debian's libevent source via apt, its epoll backend as baseline), and the differential test
+# Debian's libevent source via apt, its epoll backend as baseline), a
+# smoke program on libev 4.33's port and kqueue backends
+# (tests/clients/libev.sh), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
@@ -74,6 +76,7 @@ step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "libevent regress on evport (event ports) over kq (vs epoll)" bash -c "tests/clients/libevent.sh evport </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "libev smoke on its port and kqueue backends over kq (vs epoll)" bash -c "tests/clients/libev.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
