@@ -476,8 +476,8 @@ int64_t		 kq_absorb(struct kqueue *);
  * (EINVAL) and refuses ports.
  *   PORTFD	PORT_SOURCE_FD: one knote per associated descriptor, taking
  *		part in its epoll registration (fdreg.c); fflags = the poll
- *		events asked for, reported once (EV_ONESHOT) with the revents
- *		in data.
+ *		events asked for, reported once (EV_DISPATCH: disabled after
+ *		delivery, the association over) with the revents in data.
  *   PORTUSER	PORT_SOURCE_USER: one knote per port_send(), ident a
  *		sequence number, queued at once, EV_ONESHOT.
  *   PORTALERT	PORT_SOURCE_ALERT: the port's alert (kq_alert below).

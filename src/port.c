@@ -11,13 +11,19 @@
  * filters (kq_int.h):
  *
  *   PORT_SOURCE_FD    KQ_EVFILT_PORTFD, ident = the descriptor, fflags =
- *		       the poll(2) events asked for, EV_ONESHOT: it takes
+ *		       the poll(2) events asked for, EV_DISPATCH: it takes
  *		       part in the descriptor's epoll registration like
  *		       EVFILT_READ/WRITE (fdreg.c asks port_fd_interest()),
  *		       is reported once with the poll revents in data, and is
- *		       then gone (the association with it).  Re-associating
- *		       is EV_ADD on the knote (new events and user); closing
- *		       the descriptor drops it like any descriptor knote.
+ *		       then disabled: the association is over (dissociating
+ *		       it is ENOENT, and drops it).  Re-associating is
+ *		       EV_ADD | EV_ENABLE on the knote (new events and user).
+ *		       Dispatch rather than one-shot: the registration is
+ *		       EPOLLONESHOT, so a delivery costs no epoll_ctl and a
+ *		       re-association one EPOLL_CTL_MOD, where a one-shot
+ *		       knote costs an EPOLL_CTL_DEL and an EPOLL_CTL_ADD.
+ *		       Closing the descriptor drops it like any descriptor
+ *		       knote.
  *   PORT_SOURCE_USER  KQ_EVFILT_PORTUSER, one knote per port_send(), ident
  *		       a process-wide sequence number, queued on the active
  *		       list at once, EV_ONESHOT; the doorbell wakes waiters.
@@ -421,8 +427,8 @@ port_associate(int port, int source, uintptr_t object, int events,
 	else if (object > INT_MAX)
 		error = EBADFD;
 	else {
-		EV_SET(&kev, object, KQ_EVFILT_PORTFD, EV_ADD | EV_ONESHOT,
-		    (unsigned)events, 0, user);
+		EV_SET(&kev, object, KQ_EVFILT_PORTFD,
+		    EV_ADD | EV_ENABLE | EV_DISPATCH, (unsigned)events, 0, user);
 		error = port_change(kq, &kev);
 		/* illumos: an object that is no descriptor is EBADFD. */
 		if (error == EBADF && !kq->kq_dead)
@@ -453,10 +459,16 @@ port_dissociate(int port, int source, uintptr_t object)
 	else if (object > INT_MAX)
 		error = EBADFD;
 	else {
+		struct knote *kn = knote_lookup(kq, object, KQ_EVFILT_PORTFD, 1);
+		/* A disabled knote's event was retrieved: not associated. */
+		int fired = kn != NULL && (kn->kn_status & KN_DISABLED);
+
 		EV_SET(&kev, object, KQ_EVFILT_PORTFD, EV_DELETE, 0, 0, NULL);
 		error = port_change(kq, &kev);
 		if (error == EBADF && !kq->kq_dead)
 			error = EBADFD;
+		else if (error == 0 && fired)
+			error = ENOENT;
 	}
 	kq_leave(kq, held);
 	if (error != 0) {

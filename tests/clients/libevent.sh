@@ -29,6 +29,10 @@
 #    by side.
 # 4. Runs test/bench (the chain benchmark) on both backends and writes
 #    build/clients/libevent-bench.tsv (libevent-evport-bench.tsv).
+# 5. evport only: seed 003's experiment, test/bench on evport and kqueue
+#    over kq, epoll, poll and select for 50 to 15000 descriptors, 1 and
+#    100 active connections, into build/clients/libevent-seed003.tsv, which
+#    kqbench's report turns into a table and two plots.
 #
 # Exits non-zero when a test fails on the backend over kq but not on epoll.
 # Tests that fail on both are listed: on bookworm six, the
@@ -44,7 +48,8 @@
 # Environment: KQ_CLIENT_DIR (default build/clients), JOBS (make -j, 2),
 # LIBEVENT_RETRY (default 1: a case that fails over kq only is run again
 # that many times on its own, and is reported as FLAKY if it then passes),
-# LIBEVENT_BENCH=0 skips the benchmark.
+# LIBEVENT_BENCH=0 skips the benchmark, LIBEVENT_SEED003=0 seed 003's
+# (LIBEVENT_SEED003_SIZES: the socketpair counts).
 set -eu
 kqb=${1:-kqueue}	# the backend over kq: kqueue or evport
 case $kqb in
@@ -447,6 +452,37 @@ if [ "${LIBEVENT_BENCH:-1}" != 0 ]; then
 	done
 	awk -F'\t' '{ printf "libevent:   %-10s %5s %4s %5s %8s %10s %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$bench_tsv"
 	say "bench figures in $bench_tsv"
+fi
+
+# --- 5. seed 003: test/bench over evport on kq beside poll, select, epoll
+# and kqueue on kq, for the seed's sizes (up to 7500 socketpairs, 15000
+# descriptors; select only up to 1000 descriptors, as the seed), 1 and 100
+# active connections.  kqbench's report copies the table and plots it.
+if [ "$kqb" = evport ] && [ "${LIBEVENT_SEED003:-1}" != 0 ]; then
+	seed_tsv=$work/libevent-seed003.tsv
+	sizes=${LIBEVENT_SEED003_SIZES:-"25 50 100 250 500 1000 2500 5000 7500"}
+	say "seed 003: test/bench -m BACKEND -n N -a A -w 1000, 25 rounds per run, median us per round"
+	printf 'backend\tn\tfds\ta\tw\tsamples\tmedian_us\tmin_us\tmax_us\n' >"$seed_tsv"
+	for a in 1 100; do
+		for n in $sizes; do
+			[ "$a" -gt "$n" ] && continue
+			for b in evport kqueue epoll poll select; do
+				[ $b = select ] && [ $((2 * n)) -gt 1000 ] && continue
+				# -m makes libevent avoid every other method
+				timeout -k 5 300 "$T/bench" -m $b -n $n -a $a -w 1000 \
+				    2>/dev/null >"$res/seed.out" ||
+				    die "test/bench -m $b -n $n -a $a failed"
+				read -r smp med mn mx < <(sort -n "$res/seed.out" |
+				    awk '{ v[NR] = $1 } END { printf "%d %d %d %d\n", NR, v[int((NR + 1) / 2)], v[1], v[NR] }')
+				[ "$smp" -ge 20 ] || die "test/bench -m $b -n $n gave $smp figures"
+				case $b in evport|kqueue) bn=$b-kq ;; *) bn=$b ;; esac
+				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bn" $n \
+				    $((2 * n)) $a 1000 "$smp" "$med" "$mn" "$mx" >>"$seed_tsv"
+			done
+		done
+	done
+	awk -F'\t' 'NR > 1 { printf "libevent:   %-10s n=%5s fds=%5s a=%4s  median %8s us  (min %s, max %s)\n", $1, $2, $3, $4, $7, $8, $9 }' "$seed_tsv"
+	say "seed 003 figures in $seed_tsv"
 fi
 
 say "took $(($(date +%s) - t_start)) s"
