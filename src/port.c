@@ -308,7 +308,7 @@ port_file_inotify(struct kqueue *kq, struct knote *kn, uint32_t mask,
 
 	if (hint != 0 || (mask & (IN_MODIFY | IN_Q_OVERFLOW)))
 		f |= FILE_MODIFIED;
-	if (mask & IN_MODIFY) {
+	if ((mask & IN_MODIFY) && (fn->fn_events & FILE_TRUNC)) {
 		if (port_file_stat(kn, &st) == 0) {
 			if (st.st_size < fn->fn_size)
 				f |= FILE_TRUNC;

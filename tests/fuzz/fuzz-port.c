@@ -5,7 +5,9 @@
  *
  * Each input byte string is read as at most MAXOPS operations: associate
  * and dissociate descriptors (pipe ends, a socketpair end, a regular file,
- * numbers that are closed, huge objects, bad sources), write to and drain
+ * numbers that are closed, huge objects, bad sources) and the regular file
+ * as a PORT_SOURCE_FILE object (with its current times or zero ones),
+ * write to, chmod and truncate it, write to and drain
  * the pipes, close and reopen descriptors and ports, port_send and
  * port_sendn (including non-port and closed descriptors), port_alert with
  * any flags, port_get/port_getn with a zero timeout and any max/nget, the
@@ -25,6 +27,8 @@
  *     and revents that are non-zero and within events | POLLERR | POLLHUP
  *     | POLLNVAL; the association is then gone;
  *   - a USER event is one the shadow holds (events, user), retrieved once;
+ *   - a FILE event names the port's associated file_obj_t, with its user
+ *     and events within those asked for | FILE_EXCEPTION; then it is gone;
  *   - max 0 reports at least the queued user events;
  *   - at the end of the input, with alerts cleared, draining each port
  *     returns every user event sent and every association whose
@@ -47,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/event.h>
 #include <port.h>
 
@@ -79,6 +84,8 @@ struct uev {
 
 struct sport {
 	int		 fd;		/* -1: closed */
+	file_obj_t	 fo;		/* PORT_SOURCE_FILE object */
+	struct assoc	 fa;		/* its association */
 	struct assoc	 as[NFD];	/* by descriptor slot */
 	struct uev	 ue[MAXUSER];
 	int		 nue;
@@ -183,6 +190,7 @@ static void
 reset_port(struct sport *P)
 {
 	memset(P->as, 0, sizeof(P->as));
+	P->fa.on = 0;
 	P->nue = 0;
 	P->alert = 0;
 }
@@ -245,6 +253,17 @@ check_event(struct sport *P, const port_event_t *pe)
 			FAIL("USER event %d/%p never sent (or twice)",
 			    pe->portev_events, pe->portev_user);
 		P->ue[i] = P->ue[--P->nue];
+		break;
+	case PORT_SOURCE_FILE:
+		if (pe->portev_object != (uintptr_t)&P->fo || !P->fa.on ||
+		    (uintptr_t)pe->portev_user != P->fa.user)
+			FAIL("FILE event for %#lx (associated %d)",
+			    (unsigned long)pe->portev_object, P->fa.on);
+		if (pe->portev_events == 0 || (pe->portev_events &
+		    ~(P->fa.events | FILE_EXCEPTION)) != 0)
+			FAIL("FILE events %#x for %#x", pe->portev_events,
+			    P->fa.events);
+		P->fa.on = 0;
 		break;
 	case PORT_SOURCE_ALERT:
 		if (!P->alert || pe->portev_events != P->al_events ||
@@ -392,7 +411,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int b1, b2, s, r, e;
 		uintptr_t user;
 
-		op = BYTE() % 16;
+		op = BYTE() % 18;
 		b1 = BYTE();
 		P = &ports[b1 % NPORT];
 		switch (op) {
@@ -607,6 +626,56 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FAIL("alerted port not readable");
 			if (!P->alert && P->nue > 0 && !(pfd.revents & POLLIN))
 				FAIL("port with user events not readable");
+			break;
+		}
+		case 16: {	/* associate the file (times now, or zero) */
+			static const int fev[4] = { FILE_MODIFIED, FILE_ATTRIB,
+			    FILE_ACCESS | FILE_MODIFIED | FILE_ATTRIB,
+			    FILE_MODIFIED | FILE_TRUNC };
+			struct stat st;
+
+			e = fev[(b1 >> 2) & 3];
+			user = BYTE();
+			memset(&P->fo, 0, sizeof(P->fo));
+			P->fo.fo_name = tmppath;
+			if ((b1 & 0x40) && stat(tmppath, &st) == 0) {
+				P->fo.fo_atime = st.st_atim;
+				P->fo.fo_mtime = st.st_mtim;
+				P->fo.fo_ctime = st.st_ctim;
+			}
+			r = port_associate(P->fd, PORT_SOURCE_FILE,
+			    (uintptr_t)&P->fo, e, (void *)user);
+			expect_err("port_associate FILE", r, 0);
+			P->fa.on = 1;
+			P->fa.events = e;
+			P->fa.user = user;
+			break;
+		}
+		case 17: {	/* change the file, or dissociate it */
+			int fd;
+
+			switch ((b1 >> 2) & 3) {
+			case 0:
+				fd = open(tmppath, O_WRONLY | O_APPEND | O_CLOEXEC);
+				if (fd >= 0) {
+					(void)!write(fd, "zz", 2);
+					close(fd);
+				}
+				break;
+			case 1:
+				(void)chmod(tmppath, (b1 & 1) ? 0600 : 0640);
+				break;
+			case 2:
+				(void)truncate(tmppath, b1 & 1);
+				break;
+			default:
+				r = port_dissociate(P->fd, PORT_SOURCE_FILE,
+				    (uintptr_t)&P->fo);
+				expect_err("port_dissociate FILE", r,
+				    P->fa.on ? 0 : ENOENT);
+				P->fa.on = 0;
+				break;
+			}
 			break;
 		}
 		default:	/* port_getn with a larger list */

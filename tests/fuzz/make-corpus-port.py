@@ -2,7 +2,7 @@
 """Write the hand-made seed inputs of tests/fuzz/fuzz-port.c into
 tests/fuzz/corpus-port/ (committed; rerun after changing the encoding).
 
-The encoding (see fuzz-port.c): an op byte (% 16), a byte whose value
+The encoding (see fuzz-port.c): an op byte (% 18), a byte whose value
 picks the port (% 3) and, for some ops, more; then the op's operands.
 Descriptor slots: 0/1 pipe A read/write, 2/3 pipe B, 4 a socket, 5 a file."""
 import os, sys
@@ -25,6 +25,8 @@ def recreate(port): return [12, port]
 def drain(port): return [13, port]
 def pollport(port): return [14, port]
 def biggetn(port, nget): return [15, (nget - 1) | (port << 3)]
+def fassoc(port, kind, now=1, user=3): return [16, port | (kind << 2) | (0x40 if now else 0), user]
+def fchange(port, what, arg=0): return [17, port | (what << 2) | arg]   # 0 write 1 chmod 2 truncate 3 dissociate
 
 seeds = {
     "fd-once": assoc(0, 0, IN, 9) + write(0) + getn(0, 3, 1) + get(0) + dissoc(0, 0),
@@ -36,6 +38,7 @@ seeds = {
     "alert-update": alert(1, 2, 2, 2) + alert(1, 2, 1, 1) + get(1) + alert(1, 1, 0, 0) + alert(1, 0, 1, 1),
     "bad-args": sum((bad(k, p) for k in range(8) for p in range(3)), []) + bad(5, 4),
     "ports-churn": assoc(0, 1, OUT) + send(0, 1, 1) + recreate(0) + get(0) + assoc(0, 1, OUT) + pollport(0) + get(0),
+"file": fassoc(0, 0, 1) + getn(0, 3, 1) + fchange(0, 0) + get(0) + fassoc(1, 1, 1) + fchange(1, 1) + get(1) + fassoc(2, 3, 1) + fchange(2, 2) + drain(2) + fassoc(0, 2, 0) + get(0) + fassoc(0, 0, 1) + fchange(0, 3) + fchange(0, 3),
     "pipe-hup": assoc(2, 0, IN) + close(1) + get(2) + assoc(2, 3, OUT) + close(2) + getn(2, 1, 1),
 }
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus-port")
