@@ -63,7 +63,8 @@ LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
 	close dup2 dup3 close_range closefrom \
 	port_create port_associate port_dissociate port_send port_sendn \
-	port_get port_getn port_alert
+	port_get port_getn port_alert \
+	timer_create timer_settime timer_gettime timer_getoverrun timer_delete
 ifeq ($(SAN),fault)
 LIB_EXPORTS += kq_fault_set kq_fault_count
 endif

@@ -10,9 +10,12 @@
  * installed in kq's own include directory (pkg-config --cflags kq), where
  * it shadows no system header.
  *
- * SIGEV_PORT (4 on illumos) is not defined: 4 is Linux's SIGEV_THREAD_ID,
- * and glibc's timer_create() would take it as such.  PORT_SOURCE_TIMER is
- * not provided (see port_create(3), LINUX NOTES).
+ * PORT_SOURCE_TIMER: timer_create() with sigev_notify SIGEV_PORT and
+ * sigev_value.sival_ptr pointing to a port_notify_t, as on illumos.
+ * SIGEV_PORT is 4 on illumos, but 4 is Linux's SIGEV_THREAD_ID: here it has
+ * a value of its own, which libkq's timer_create() (it takes the place of
+ * the C library's, as libkq's close() does) recognises; every other timer
+ * goes to the C library.  Sources use the name, so they compile unchanged.
  */
 #ifndef _KQ_PORT_H_
 #define _KQ_PORT_H_
@@ -84,6 +87,9 @@ typedef struct file_obj {
 #define MOUNTEDOVER		0x40000000
 #define FILE_EXCEPTION		(UNMOUNTED | FILE_DELETE | FILE_RENAME_TO | \
 				 FILE_RENAME_FROM | MOUNTEDOVER)
+
+/* timer_create() notification through a port (illumos: 4, see above) */
+#define SIGEV_PORT		0x4b50
 
 /* Limits: events per port_getn() call and per port_sendn() chunk */
 #define PORT_MAX_LIST		8192

@@ -21,6 +21,7 @@ const struct filterops *const kq_sysfilt_ops[KQ_FILTCOUNT] = {
 	[~KQ_EVFILT_PORTUSER] = &port_user_filtops,
 	[~KQ_EVFILT_PORTALERT] = &port_alert_filtops,
 	[~KQ_EVFILT_PORTFILE] = &port_file_filtops,
+	[~KQ_EVFILT_PORTTIMER] = &port_timer_filtops,
 };
 
 _Static_assert(sizeof(kq_sysfilt_ops) / sizeof(kq_sysfilt_ops[0]) ==

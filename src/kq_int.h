@@ -484,12 +484,15 @@ int64_t		 kq_absorb(struct kqueue *);
  *   PORTFILE	PORT_SOURCE_FILE: ident the file_obj_t pointer; watched by
  *		path through the kqueue's inotify instance (inotify.c calls
  *		port_file_inotify), EV_ONESHOT.
+ *   PORTTIMER	PORT_SOURCE_TIMER: ident the timer's index, a timerfd owned
+ *		by the knote (kq_knsrc_add), EV_CLEAR.
  */
 #define KQ_EVFILT_PORTFD	(-EVFILT_SYSCOUNT - 1)
 #define KQ_EVFILT_PORTUSER	(-EVFILT_SYSCOUNT - 2)
 #define KQ_EVFILT_PORTALERT	(-EVFILT_SYSCOUNT - 3)
 #define KQ_EVFILT_PORTFILE	(-EVFILT_SYSCOUNT - 4)
-#define KQ_FILTCOUNT		(EVFILT_SYSCOUNT + 4)
+#define KQ_EVFILT_PORTTIMER	(-EVFILT_SYSCOUNT - 5)
+#define KQ_FILTCOUNT		(EVFILT_SYSCOUNT + 5)
 
 /* filter.c: the filter table; NULL for a filter kq does not provide */
 extern const struct filterops *const kq_sysfilt_ops[KQ_FILTCOUNT];
@@ -552,6 +555,8 @@ extern const struct filterops port_fd_filtops;	/* port.c */
 extern const struct filterops port_user_filtops;
 extern const struct filterops port_alert_filtops;
 extern const struct filterops port_file_filtops;
+extern const struct filterops port_timer_filtops;
+int		 port_timer_fd(const struct knote *);	/* port.c */
 
 /* kevent.c: monotonic clock, nanoseconds */
 int64_t		 kq_now_ns(void);

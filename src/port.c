@@ -44,8 +44,12 @@
  *		       (inotify.c hands its events to port_file_inotify), and
  *		       its times are compared with the object's at association.
  *
- * PORT_SOURCE_TIMER, PORT_SOURCE_AIO and PORT_SOURCE_MQ are not provided
- * (EINVAL from port_associate); see port_create(3).
+ *   PORT_SOURCE_TIMER KQ_EVFILT_PORTTIMER, from timer_create() with
+ *		       <port.h>'s SIGEV_PORT (below): a timerfd owned by the
+ *		       knote, EV_CLEAR, the expirations in portev_events.
+ *
+ * PORT_SOURCE_AIO and PORT_SOURCE_MQ are not provided (EINVAL from
+ * port_associate); see port_create(3).
  */
 #include <errno.h>
 #include <limits.h>
@@ -53,13 +57,22 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 
 #include "kq_int.h"
+#include "fault.h"
 #include "fdreg.h"
 #include "port.h"
+
+static struct kqueue *port_enter(int port, int *held);
+static int	port_change(struct kqueue *kq, struct kevent *kev);
 
 #define PORT_CHUNK	64	/* kevents collected per engine call */
 
@@ -353,6 +366,389 @@ const struct filterops port_file_filtops = {
 	.f_event = port_file_event,
 };
 
+/* ---- PORT_SOURCE_TIMER ---- */
+
+/*
+ * timer_create() with SIGEV_PORT: a timerfd, owned by a knote of the port
+ * (registered in its epoll set with kq_knsrc_add, like EVFILT_PROC's
+ * pidfds), whose expirations since the last delivery become portev_events.
+ * The knote is EV_CLEAR: reported once per readable timerfd, which the
+ * event reads.  libkq's timer_create(), timer_settime(), timer_gettime(),
+ * timer_getoverrun() and timer_delete() take the place of the C library's
+ * (as close() does); a timer_t that is not one of ours -- every timer made
+ * without SIGEV_PORT -- goes to the C library's.  Ours are PT_TAG | index:
+ * the C library's are kernel timer ids (ints) or user-space pointers, never
+ * above 2^47, so no lookup or lock is needed to tell them apart.  The
+ * table of ours only grows (chunks are never freed); a mutex serialises
+ * creation and deletion only.
+ */
+#define PT_TAG		((uintptr_t)0x4b50 << 48)
+#define PT_CHUNK	256
+#define PT_TOP		256		/* 65536 timers */
+
+struct ptimer {
+	_Atomic int	pt_tfd;		/* the timerfd, -1: none */
+	_Atomic int	pt_inuse;
+	int		pt_port;	/* the port it notifies */
+};
+
+static _Atomic(struct ptimer *) pt_tab[PT_TOP];
+static pthread_mutex_t pt_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+
+struct tnote {
+	struct knote	 tn_kn;
+	int		 tn_fd;
+};
+
+#define TN(kn)	((struct tnote *)(void *)(kn))
+
+static struct ptimer *
+pt_get(uintptr_t idx)
+{
+	struct ptimer *c;
+
+	if (idx >= (uintptr_t)PT_TOP * PT_CHUNK)
+		return NULL;
+	c = atomic_load_explicit(&pt_tab[idx / PT_CHUNK], memory_order_acquire);
+	return c == NULL ? NULL : &c[idx % PT_CHUNK];
+}
+
+/* Ours, in use: the entry; else NULL. */
+static struct ptimer *
+pt_of(timer_t t)
+{
+	uintptr_t v = (uintptr_t)t;
+	struct ptimer *p;
+
+	if ((v & ~(((uintptr_t)1 << 48) - 1)) != PT_TAG)
+		return NULL;
+	p = pt_get(v & (((uintptr_t)1 << 48) - 1));
+	return p != NULL && atomic_load(&p->pt_inuse) ? p : NULL;
+}
+
+int
+port_timer_fd(const struct knote *kn)
+{
+	return ((const struct tnote *)(const void *)kn)->tn_fd;
+}
+
+static int
+port_timer_modify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
+{
+	(void)kq;
+	if (!(kn->kn_status & KN_ATTACHED))
+		TN(kn)->tn_fd = (int)kev->data;
+	return 0;
+}
+
+static int
+port_timer_attach(struct kqueue *kq, struct knote *kn)
+{
+	return kq_knsrc_add(kq, kn, TN(kn)->tn_fd, EPOLLIN);
+}
+
+static int
+port_timer_detach(struct kqueue *kq, struct knote *kn)
+{
+	struct ptimer *p = pt_get(kn->kn_ident);
+
+	kq_knsrc_del(kq, TN(kn)->tn_fd);
+	if (p != NULL)
+		atomic_store(&p->pt_tfd, -1);
+	kq_close_raw(TN(kn)->tn_fd);
+	TN(kn)->tn_fd = -1;
+	return 0;
+}
+
+static int
+port_timer_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
+    struct kevent *out)
+{
+	uint64_t n;
+
+	(void)kq;
+	(void)hint;
+	if (read(TN(kn)->tn_fd, &n, sizeof(n)) != (ssize_t)sizeof(n) || n == 0)
+		return 0;
+	out->data = n > INT_MAX ? INT_MAX : (int64_t)n;
+	return 1;
+}
+
+static int
+port_timer_readd(struct kqueue *kq, struct knote *kn, int epfd)
+{
+	(void)kq;
+	return kq_knsrc_register(epfd, kn, TN(kn)->tn_fd, EPOLLIN);
+}
+
+const struct filterops port_timer_filtops = {
+	.f_isfd = 0,
+	.f_size = sizeof(struct tnote),
+	.f_modify = port_timer_modify,
+	.f_attach = port_timer_attach,
+	.f_detach = port_timer_detach,
+	.f_event = port_timer_event,
+	.f_readd = port_timer_readd,
+};
+
+/*
+ * fork(): POSIX timers are not inherited.  The child's copies of the
+ * timerfds are closed (they share the parent's timers) and its table
+ * entries made inert: EINVAL but for timer_delete().
+ */
+static void
+pt_atfork_prepare(void)
+{
+	pthread_mutex_lock(&pt_lock);
+}
+
+static void
+pt_atfork_parent(void)
+{
+	pthread_mutex_unlock(&pt_lock);
+}
+
+static void
+pt_atfork_child(void)
+{
+	int i, j, fd;
+
+	for (i = 0; i < PT_TOP; i++) {
+		struct ptimer *c = atomic_load(&pt_tab[i]);
+
+		for (j = 0; c != NULL && j < PT_CHUNK; j++)
+			if ((fd = atomic_exchange(&c[j].pt_tfd, -1)) >= 0)
+				kq_close_raw(fd);
+	}
+	pthread_mutex_init(&pt_lock, NULL);
+}
+
+static void
+pt_init(void)
+{
+	pthread_atfork(pt_atfork_prepare, pt_atfork_parent, pt_atfork_child);
+}
+
+/* The C library's function name of version 2.34 (or 2.3.3), or NULL. */
+static void *
+pt_libc(const char *name, void *self)
+{
+	void *f = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+
+	if (f == NULL)
+		f = dlvsym(RTLD_NEXT, name, "GLIBC_2.3.3");
+	if (f == NULL)
+		f = dlsym(RTLD_NEXT, name);
+	return f == self ? NULL : f;
+}
+
+#define PT_LIBC(name, type)						\
+	static _Atomic(type) real;					\
+	type fn = atomic_load_explicit(&real, memory_order_relaxed);	\
+	if (fn == NULL) {						\
+		fn = (type)pt_libc(#name, (void *)name);		\
+		atomic_store_explicit(&real, fn, memory_order_relaxed);	\
+	}
+
+typedef int (*tcreate_f)(clockid_t, struct sigevent *, timer_t *);
+typedef int (*tset_f)(timer_t, int, const struct itimerspec *,
+    struct itimerspec *);
+typedef int (*tget_f)(timer_t, struct itimerspec *);
+typedef int (*tid_f)(timer_t);
+
+static int
+pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
+{
+	struct ptimer *p = NULL;
+	struct kqueue *kq;
+	struct kevent kev;
+	uintptr_t idx;
+	int tfd, held, error;
+
+	if (pn == NULL || tid == NULL)
+		return EINVAL;
+	pthread_once(&pt_once, pt_init);
+	pthread_mutex_lock(&pt_lock);
+	for (idx = 0; idx < (uintptr_t)PT_TOP * PT_CHUNK; idx++) {
+		if (idx % PT_CHUNK == 0 && atomic_load(&pt_tab[idx / PT_CHUNK])
+		    == NULL) {
+			struct ptimer *c = kq_calloc(PT_CHUNK, sizeof(*c));
+
+			if (c == NULL)
+				break;
+			for (int j = 0; j < PT_CHUNK; j++)
+				atomic_init(&c[j].pt_tfd, -1);
+			atomic_store_explicit(&pt_tab[idx / PT_CHUNK], c,
+			    memory_order_release);
+		}
+		p = pt_get(idx);
+		if (!atomic_load(&p->pt_inuse) && atomic_load(&p->pt_tfd) < 0)
+			break;
+		p = NULL;
+	}
+	if (p == NULL) {
+		pthread_mutex_unlock(&pt_lock);
+		return EAGAIN;
+	}
+	atomic_store(&p->pt_inuse, 1);
+	pthread_mutex_unlock(&pt_lock);
+	tfd = KQ_FDCALL(timerfd_create(clock, TFD_CLOEXEC | TFD_NONBLOCK));
+	if (tfd < 0) {
+		error = errno;
+		goto fail;
+	}
+	if ((kq = port_enter(pn->portnfy_port, &held)) == NULL) {
+		error = errno;
+		kq_close_raw(tfd);
+		goto fail;
+	}
+	p->pt_port = pn->portnfy_port;
+	atomic_store(&p->pt_tfd, tfd);
+	EV_SET(&kev, idx, KQ_EVFILT_PORTTIMER, EV_ADD | EV_CLEAR, 0, tfd,
+	    pn->portnfy_user);
+	error = port_change(kq, &kev);
+	kq_leave(kq, held);
+	if (error != 0) {
+		/* The knote was freed without detach: the timerfd is ours. */
+		if (atomic_exchange(&p->pt_tfd, -1) >= 0)
+			kq_close_raw(tfd);
+		goto fail;
+	}
+	*tid = (timer_t)(PT_TAG | idx);
+	return 0;
+fail:
+	atomic_store(&p->pt_inuse, 0);
+	return error;
+}
+
+KQ_EXPORT int
+timer_create(clockid_t clock, struct sigevent *sev, timer_t *tid)
+{
+	int error;
+
+	if (sev != NULL && sev->sigev_notify == SIGEV_PORT) {
+		if ((error = pt_create(clock, sev->sigev_value.sival_ptr,
+		    tid)) != 0) {
+			errno = error;
+			return -1;
+		}
+		return 0;
+	}
+	{
+		PT_LIBC(timer_create, tcreate_f)
+		if (fn == NULL) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return fn(clock, sev, tid);
+	}
+}
+
+KQ_EXPORT int
+timer_settime(timer_t tid, int flags, const struct itimerspec *val,
+    struct itimerspec *old)
+{
+	struct ptimer *p = pt_of(tid);
+
+	if (p != NULL) {
+		int fd = atomic_load(&p->pt_tfd);
+
+		if (fd < 0) {
+			errno = EINVAL;
+			return -1;
+		}
+		return timerfd_settime(fd, (flags & TIMER_ABSTIME) ?
+		    TFD_TIMER_ABSTIME : 0, val, old);
+	}
+	{
+		PT_LIBC(timer_settime, tset_f)
+		if (fn == NULL) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return fn(tid, flags, val, old);
+	}
+}
+
+KQ_EXPORT int
+timer_gettime(timer_t tid, struct itimerspec *cur)
+{
+	struct ptimer *p = pt_of(tid);
+
+	if (p != NULL) {
+		int fd = atomic_load(&p->pt_tfd);
+
+		if (fd < 0) {
+			errno = EINVAL;
+			return -1;
+		}
+		return timerfd_gettime(fd, cur);
+	}
+	{
+		PT_LIBC(timer_gettime, tget_f)
+		if (fn == NULL) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return fn(tid, cur);
+	}
+}
+
+KQ_EXPORT int
+timer_getoverrun(timer_t tid)
+{
+	if (pt_of(tid) != NULL)
+		return 0;	/* the count is in portev_events */
+	{
+		PT_LIBC(timer_getoverrun, tid_f)
+		if (fn == NULL) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return fn(tid);
+	}
+}
+
+KQ_EXPORT int
+timer_delete(timer_t tid)
+{
+	struct ptimer *p = pt_of(tid);
+
+	if (p != NULL) {
+		struct kqueue *kq;
+		struct kevent kev;
+		int held;
+
+		/* Through its port, whose knote owns the timerfd. */
+		if (atomic_load(&p->pt_tfd) >= 0 &&
+		    (kq = port_enter(p->pt_port, &held)) != NULL) {
+			EV_SET(&kev, (uintptr_t)tid & ((UINT64_C(1) << 48) - 1),
+			    KQ_EVFILT_PORTTIMER, EV_DELETE, 0, 0, NULL);
+			(void)port_change(kq, &kev);
+			kq_leave(kq, held);
+		}
+		/*
+		 * A timerfd still set belongs to a knote that could not be
+		 * reached (its port's number closed behind libc's back): the
+		 * port's destruction closes it, and the entry is reused only
+		 * after that.
+		 */
+		pthread_mutex_lock(&pt_lock);
+		atomic_store(&p->pt_inuse, 0);
+		pthread_mutex_unlock(&pt_lock);
+		return 0;
+	}
+	{
+		PT_LIBC(timer_delete, tid_f)
+		if (fn == NULL) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return fn(tid);
+	}
+}
+
 /* ---- the front end ---- */
 
 /*
@@ -573,6 +969,10 @@ port_event_of(port_event_t *pe, const struct kevent *kev)
 	case KQ_EVFILT_PORTFD:
 		pe->portev_source = PORT_SOURCE_FD;
 		pe->portev_object = kev->ident;
+		break;
+	case KQ_EVFILT_PORTTIMER:
+		pe->portev_source = PORT_SOURCE_TIMER;
+		pe->portev_object = PT_TAG | kev->ident;	/* the timer_t */
 		break;
 	case KQ_EVFILT_PORTFILE:
 		pe->portev_source = PORT_SOURCE_FILE;

@@ -16,6 +16,9 @@
  *     that was asked for differs; FILE_ACCESS, FILE_MODIFIED, FILE_ATTRIB,
  *     FILE_TRUNC as asked; the exceptions (FILE_DELETE, FILE_RENAME_FROM,
  *     ...) always; one event per association, like FD.
+ *   - PORT_SOURCE_TIMER: timer_create() with SIGEV_PORT and a port_notify_t
+ *     sends the timer's expirations to the port: portev_object the timer,
+ *     portev_events the expirations since the last retrieval.
  *   - PORT_SOURCE_USER: port_send() queues one event per call (object 0);
  *     port_sendn() sends to several ports, fills errors[] and returns the
  *     number sent; nent 0 is EINVAL.
@@ -364,7 +367,7 @@ associate_of_unsupported_source_gives_einval(void **state)
 	new_pipe(p);
 	errno = 0;
 	assert_int_equal(port_associate(port, PORT_SOURCE_TIMER, p[0], POLLIN,
-	    NULL), -1);
+	    NULL), -1);	/* timers come from timer_create() */
 	assert_int_equal(errno, EINVAL);
 	errno = 0;
 	assert_int_equal(port_associate(port, PORT_SOURCE_USER, p[0], POLLIN,
@@ -392,6 +395,134 @@ fd_same_descriptor_on_two_ports_fires_on_both(void **state)
 	assert_int_equal(write(p[1], "x", 1), 1);
 	assert_ptr_equal(expect_event(a).portev_user, (void *)1);
 	assert_ptr_equal(expect_event(b).portev_user, (void *)2);
+}
+
+/* ---- PORT_SOURCE_TIMER ---- */
+
+static timer_t
+new_port_timer(int port, void *user)
+{
+	port_notify_t pn = { .portnfy_port = port, .portnfy_user = user };
+	struct sigevent sev;
+	timer_t t;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_PORT;
+	sev.sigev_value.sival_ptr = &pn;
+	if (timer_create(CLOCK_MONOTONIC, &sev, &t) != 0)
+		fail_msg("timer_create: %s", strerror(errno));
+	return t;
+}
+
+static void
+timer_sigev_port_delivers_timer_events(void **state)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 20000000 } };
+	int port = new_port();
+	timer_t t = new_port_timer(port, (void *)0x77);
+	port_event_t pe;
+
+	(void)state;
+	expect_nothing(port);
+	assert_int_equal(timer_settime(t, 0, &its, NULL), 0);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_source, PORT_SOURCE_TIMER);
+	assert_int_equal(pe.portev_object, (uintptr_t)t);
+	assert_int_equal(pe.portev_events, 1);
+	assert_ptr_equal(pe.portev_user, (void *)0x77);
+	expect_nothing(port);
+	assert_int_equal(timer_delete(t), 0);
+}
+
+static void
+timer_events_count_expirations_since_last_retrieval(void **state)
+{
+	struct itimerspec its = { { 0, 5000000 }, { 0, 5000000 } }, cur;
+	int port = new_port();
+	timer_t t = new_port_timer(port, NULL);
+	port_event_t pe;
+
+	(void)state;
+	assert_int_equal(timer_settime(t, 0, &its, NULL), 0);
+	usleep(60000);
+	pe = expect_event(port);
+	assert_true(pe.portev_events >= 5);	/* ~12 periods */
+	/* Periodic: it keeps coming, once per retrieval. */
+	pe = expect_event(port);
+	assert_true(pe.portev_events >= 1);
+	assert_int_equal(timer_gettime(t, &cur), 0);
+	assert_int_equal(cur.it_interval.tv_nsec, 5000000);
+	assert_int_equal(timer_getoverrun(t), 0);
+	assert_int_equal(timer_delete(t), 0);
+	usleep(20000);
+	/* Deleted: nothing more (an event already queued may remain). */
+	(void)port_get(port, &pe, &p_zero);
+	expect_nothing(port);
+	errno = 0;
+	assert_int_equal(timer_settime(t, 0, &its, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+static void
+timer_other_notifications_go_to_the_c_library(void **state)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 1000000 } }, cur;
+	struct sigevent sev;
+	timer_t t;
+
+	(void)state;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_NONE;
+	assert_int_equal(timer_create(CLOCK_MONOTONIC, &sev, &t), 0);
+	assert_int_equal(timer_settime(t, 0, &its, NULL), 0);
+	usleep(5000);
+	assert_int_equal(timer_gettime(t, &cur), 0);
+	assert_int_equal(cur.it_value.tv_sec, 0);
+	assert_int_equal(cur.it_value.tv_nsec, 0);
+	assert_int_equal(timer_getoverrun(t), 0);
+	assert_int_equal(timer_delete(t), 0);
+}
+
+static void
+timer_sigev_port_errors(void **state)
+{
+	port_notify_t pn = { .portnfy_port = -1 };
+	struct sigevent sev;
+	int kq = t_new_kq();
+	timer_t t;
+
+	(void)state;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_PORT;
+	sev.sigev_value.sival_ptr = &pn;
+	errno = 0;
+	assert_int_equal(timer_create(CLOCK_MONOTONIC, &sev, &t), -1);
+	assert_int_equal(errno, EBADF);
+	pn.portnfy_port = kq;
+	errno = 0;
+	assert_int_equal(timer_create(CLOCK_MONOTONIC, &sev, &t), -1);
+	assert_int_equal(errno, EBADFD);
+	sev.sigev_value.sival_ptr = NULL;
+	errno = 0;
+	assert_int_equal(timer_create(CLOCK_MONOTONIC, &sev, &t), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+static void
+timer_of_closed_port_is_inert(void **state)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 1000000 } };
+	int port = port_create();
+	timer_t t;
+
+	(void)state;
+	assert_true(port >= 0);
+	t = new_port_timer(port, NULL);
+	assert_int_equal(close(port), 0);
+	errno = 0;
+	assert_int_equal(timer_settime(t, 0, &its, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(timer_delete(t), 0);
 }
 
 /* ---- PORT_SOURCE_USER ---- */
@@ -1287,6 +1418,11 @@ main(void)
 		T(file_truncation_is_file_trunc),
 		T(file_exceptions_are_reported_even_when_not_asked),
 		T(file_dissociate_and_missing_file),
+		T(timer_sigev_port_delivers_timer_events),
+		T(timer_events_count_expirations_since_last_retrieval),
+		T(timer_other_notifications_go_to_the_c_library),
+		T(timer_sigev_port_errors),
+		T(timer_of_closed_port_is_inert),
 		T(user_send_queues_event_with_object_zero),
 		T(user_sends_are_separate_events_in_order),
 		T(user_sendn_sends_to_each_port_and_fills_errors),
