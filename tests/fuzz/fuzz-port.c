@@ -587,6 +587,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    EBADFD : EBADF);
 				break;
 			case 5:
+				if ((b1 >> 3) == PORT_SOURCE_FILE) {
+					/* the object is a pointer: NULL */
+					expect_err("associate NULL file",
+					    port_associate(P->fd, PORT_SOURCE_FILE,
+					    0, FILE_MODIFIED, NULL), EFAULT);
+					break;
+				}
 				expect_err("associate bad source",
 				    port_associate(P->fd, b1 >> 3,
 				    fds[5] >= 0 ? (uintptr_t)fds[5] : 100000,
