@@ -5,8 +5,9 @@
 #   make check-model     the randomized differential test against tests/model/
 #   make check-sanitize  every test under ASan+UBSan, concurrency tests under TSan
 #   make bench           build kqbench
-#   make fuzz            build the libFuzzer target build-fuzz/fuzz-kevent
-#                        (clang, ASan+UBSan; tools/fuzz-run.sh runs it)
+#   make fuzz            build the libFuzzer targets build-fuzz/fuzz-kevent and
+#                        build-fuzz/fuzz-port (clang, ASan+UBSan;
+#                        tools/fuzz-run.sh runs them)
 #   make install         install into $(DESTDIR)$(PREFIX)
 #
 #   make check-fault     the fault-injection sweep (tests/fault-sweep.c)
@@ -61,12 +62,15 @@ LDLIBS_T   := -lpthread
 LIB_SRCS := $(wildcard src/*.c)
 LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
-	close dup2 dup3 close_range closefrom getsockopt
+	close dup2 dup3 close_range closefrom getsockopt \
+	port_create port_associate port_dissociate port_send port_sendn \
+	port_get port_getn port_alert \
+	timer_create timer_settime timer_gettime timer_getoverrun timer_delete
 ifneq ($(filter fault cov,$(SAN)),)
 LIB_EXPORTS += kq_fault_set kq_fault_count
 endif
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
-LIB_HDRS := $(wildcard src/*.h) include/sys/event.h
+LIB_HDRS := $(wildcard src/*.h) include/sys/event.h include/port.h
 
 TEST_SRCS := $(wildcard tests/test-*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
@@ -99,7 +103,7 @@ $(B)/libkq.a: $(LIB_OBJS) Makefile
 	ar rcs $@ $(B)/libkq-all.o
 
 # Tests link the static library so that sanitizers see the whole program.
-$(B)/tests/%: tests/%.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h
+$(B)/tests/%: tests/%.c $(TEST_HDRS) $(B)/libkq.a include/sys/event.h include/port.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a -lcmocka $(LDLIBS_T)
 
@@ -149,8 +153,15 @@ $(B)/fuzz-kevent: $(FUZZ_SRCS) $(B)/libkq.a include/sys/event.h
 $(B)/fuzz-kevent-standalone: $(FUZZ_SRCS) tests/fuzz/standalone-main.c $(B)/libkq.a include/sys/event.h
 	$(CC) $(BASECFLAGS) $(CFLAGS) -o $@ $(FUZZ_SRCS) tests/fuzz/standalone-main.c $(B)/libkq.a $(LDLIBS_T)
 
+# The event-port front end's target (tests/fuzz/fuzz-port.c), likewise.
+$(B)/fuzz-port: tests/fuzz/fuzz-port.c $(B)/libkq.a include/sys/event.h include/port.h
+	$(CC) $(BASECFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz-port.c $(B)/libkq.a $(LDLIBS_T)
+
+$(B)/fuzz-port-standalone: tests/fuzz/fuzz-port.c tests/fuzz/standalone-main.c $(B)/libkq.a include/sys/event.h include/port.h
+	$(CC) $(BASECFLAGS) $(CFLAGS) -o $@ tests/fuzz/fuzz-port.c tests/fuzz/standalone-main.c $(B)/libkq.a $(LDLIBS_T)
+
 fuzz:
-	$(MAKE) SAN=fuzz CC=clang build-fuzz/fuzz-kevent
+	$(MAKE) SAN=fuzz CC=clang build-fuzz/fuzz-kevent build-fuzz/fuzz-port
 
 $(B)/kqbench: $(BENCH_SRCS) $(BENCH_HDRS) $(B)/libkq.a
 	@mkdir -p $(dir $@)
@@ -164,13 +175,14 @@ $(B)/demo: examples/demo.c $(B)/libkq.a
 demo: $(B)/demo
 
 man-lint:
-	mandoc -Tlint -W warning man/*.2
+	mandoc -Tlint -W warning man/*.2 man/*.3
 
 install: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/kq/sys \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/kq \
-	    $(DESTDIR)$(MANDIR)/man2
+	    $(DESTDIR)$(MANDIR)/man2 $(DESTDIR)$(MANDIR)/man3
 	install -m 644 include/sys/event.h $(DESTDIR)$(INCDIR)/kq/sys/event.h
+	install -m 644 include/port.h $(DESTDIR)$(INCDIR)/kq/port.h
 	install -m 755 $(B)/libkq.so $(DESTDIR)$(LIBDIR)/libkq.so.$(VERSION)
 	ln -sf libkq.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libkq.so.$(SOVER)
 	ln -sf libkq.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libkq.so
@@ -182,6 +194,12 @@ install: lib
 	    -e 's|@VERSION@|$(VERSION)|g' \
 	    cmake/kqConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/kq/kqConfig.cmake
 	install -m 644 man/kqueue.2 man/kevent.2 $(DESTDIR)$(MANDIR)/man2/
+	install -m 644 man/port_create.3 man/port_associate.3 man/port_get.3 \
+	    man/port_send.3 man/port_alert.3 $(DESTDIR)$(MANDIR)/man3/
+	for p in port_dissociate:port_associate port_getn:port_get \
+	    port_sendn:port_send; do \
+		echo ".so man3/$${p#*:}.3" > $(DESTDIR)$(MANDIR)/man3/$${p%:*}.3; \
+	done
 
 clean:
 	rm -rf build build-asan build-tsan build-fault build-fuzz build-cov

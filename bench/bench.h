@@ -500,6 +500,7 @@ void headline_write(FILE *md, FILE *txt);
  * tests/clients wrote them. */
 int clients_table(const char *outdir, struct bench_table *t);
 int clients_nginx_table(const char *outdir, struct bench_table *t);
+int clients_seed003_table(const char *outdir, struct bench_table *t);
 
 /* plots.c: gnuplot SVGs of the TSVs in outdir, linked from report.md. */
 void bench_plots(const char *outdir, FILE *md);

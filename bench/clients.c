@@ -157,3 +157,91 @@ clients_nginx_table(const char *outdir, struct bench_table *t)
 	    "epoll requests per second, higher is better.\n", path, date);
 	return 1;
 }
+
+/*
+ * Seed 003's experiment: libevent's test/bench over its evport backend on
+ * kq's event ports, beside its kqueue backend on kq, epoll, poll and select,
+ * from 50 to 15000 descriptors with 1 and 100 active connections, as
+ * written by `tests/clients/libevent.sh evport` to
+ * <outdir>/../clients/libevent-seed003.tsv ($KQBENCH_SEED003_TSV; columns
+ * backend, n, fds, a, w, samples, median_us, min_us, max_us).  Copied,
+ * never re-measured; `x epoll` is computed here.  Returns 1 when the file
+ * was there.
+ */
+int
+clients_seed003_table(const char *outdir, struct bench_table *t)
+{
+	char path[4096], line[1024], date[64];
+	const char *env = getenv("KQBENCH_SEED003_TSV");
+	struct stat sb;
+	int hdr = 1;
+	FILE *f;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "libevent-seed003");
+	snprintf(t->title, sizeof(t->title), "libevent-seed003: seed 003, "
+	    "libevent test/bench over evport on kq vs poll, select, epoll, "
+	    "kqueue on kq");
+	if (env && *env)
+		snprintf(path, sizeof(path), "%s", env);
+	else
+		snprintf(path, sizeof(path),
+		    "%s/../clients/libevent-seed003.tsv", outdir);
+	if (stat(path, &sb) != 0 || !(f = fopen(path, "r"))) {
+		bt_note(t, "No figures: run `tests/clients/libevent.sh evport` "
+		    "(it builds libevent 2.1.12 against kq and writes %s), then "
+		    "kqbench again.\n", path);
+		return 0;
+	}
+	bt_cols(t, "fds|a|backend|n|us/round median|us/round min|"
+	    "us/round max|x epoll");
+	while (fgets(line, sizeof(line), f)) {
+		char *save = NULL, *tok, *v[9];
+		int r, c = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (hdr) {
+			hdr = 0;
+			continue;
+		}
+		for (tok = strtok_r(line, "\t", &save); tok && c < 9;
+		    tok = strtok_r(NULL, "\t", &save))
+			v[c++] = tok;
+		if (c < 9 || (r = bt_row(t)) < 0)
+			continue;
+		bt_set(t, r, 0, "%s", v[2]);
+		bt_set(t, r, 1, "%s", v[3]);
+		bt_set(t, r, 2, "%s", v[0]);
+		bt_set(t, r, 3, "%s", v[1]);
+		bt_set(t, r, 4, "%s", v[6]);
+		bt_set(t, r, 5, "%s", v[7]);
+		bt_set(t, r, 6, "%s", v[8]);
+		bt_set(t, r, 7, "-");
+	}
+	fclose(f);
+	/* x epoll: the row's median over epoll's at the same fds and a. */
+	for (int r = 0; r < t->nrows; r++) {
+		for (int e = 0; e < t->nrows; e++) {
+			double m = atof(t->cell[e][4]);
+
+			if (strcmp(t->cell[e][2], "epoll") != 0 ||
+			    strcmp(t->cell[e][0], t->cell[r][0]) != 0 ||
+			    strcmp(t->cell[e][1], t->cell[r][1]) != 0 || m <= 0)
+				continue;
+			bt_num(t, r, 7, atof(t->cell[r][4]) / m);
+		}
+	}
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z",
+	    localtime(&sb.st_mtime));
+	bt_note(t, "Copied from %s (written %s by `tests/clients/libevent.sh "
+	    "evport`, not by this kqbench run). libevent's own test/bench, "
+	    "unmodified, with `-m BACKEND` (libevent avoids every other "
+	    "method): `evport-kq` is its Solaris event-port backend over kq's "
+	    "<port.h>, `kqueue-kq` its kqueue backend over kq; `epoll`, "
+	    "`poll`, `select` are Linux's. One round passes `a` active writes "
+	    "along n socketpairs (fds = 2n), 1000 writes in all; the median "
+	    "of 25 rounds is shown (us, lower is better). select only up to "
+	    "1000 descriptors, as in the seed. Plots: seed003-a1.svg, "
+	    "seed003-a100.svg.\n", path, date);
+	return 1;
+}

@@ -454,6 +454,17 @@ main(int argc, char **argv)
 			md_table(md, &ct);
 		} else
 			fprintf(md, "\n%s", ct.notes);
+		/* Seed 003's experiment, from `tests/clients/libevent.sh
+		   evport`; its TSV goes beside the others for the plots. */
+		fprintf(md, "\n## libevent-seed003\n");
+		if (clients_seed003_table(o.outdir, &ct)) {
+			print_table(stdout, &ct);
+			md_table(md, &ct);
+			if (write_tsv(o.outdir, &ct) != 0)
+				fprintf(stderr, "kqbench: writing %s.tsv: %s\n",
+				    ct.name, strerror(errno));
+		} else
+			fprintf(md, "\n%s", ct.notes);
 	}
 	bench_plots(o.outdir, md);
 	fclose(md);

@@ -54,6 +54,16 @@ static const struct plot_spec plots[] = {
 	    "writers", "n", "us/run CPU", "backend", "a", "100",
 	    "socketpairs n", "CPU us per run (dispatch only)", 1, 1,
 	    NULL, NULL, NULL, NULL },
+	{ "seed003-a1", "libevent-seed003", "Seed 003: libevent test/bench, "
+	    "1 active connection (evport and kqueue on kq)", "fds",
+	    "us/round median", "backend", "a", "1", "file descriptors",
+	    "us per round (median)", 1, 1,
+	    NULL, NULL, NULL, NULL },
+	{ "seed003-a100", "libevent-seed003", "Seed 003: libevent test/bench, "
+	    "100 active connections (evport and kqueue on kq)", "fds",
+	    "us/round median", "backend", "a", "100", "file descriptors",
+	    "us per round (median)", 1, 1,
+	    NULL, NULL, NULL, NULL },
 	{ "paper-fig10-sockets", "paper", "Lemon Fig. 10, socketpairs: "
 	    "initial call (kq: one kevent() adding N; epoll: N ctl + wait)",
 	    "N", "first us CPU", "backend", "kind", "sockets",

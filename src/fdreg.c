@@ -81,7 +81,8 @@ static int
 fdreg_uses(const struct knote *kn)
 {
 	return kn->kn_filter == EVFILT_READ || kn->kn_filter == EVFILT_WRITE ||
-	    kn->kn_filter == EVFILT_EMPTY || kn->kn_filter == EVFILT_PROCDESC;
+	    kn->kn_filter == EVFILT_EMPTY || kn->kn_filter == EVFILT_PROCDESC ||
+	    kn->kn_filter == KQ_EVFILT_PORTFD;
 }
 
 static uint32_t
@@ -96,8 +97,11 @@ fdreg_want(struct kqueue *kq, int fd)
 			continue;
 		if (!(kn->kn_flags & EV_DISPATCH))
 			dispatch = 0;
-		want |= (kn->kn_filter == EVFILT_READ ||
-		    kn->kn_filter == EVFILT_PROCDESC) ? R_IN : R_OUT;
+		if (kn->kn_filter == KQ_EVFILT_PORTFD)
+			want |= port_fd_interest(kn);	/* port.c */
+		else
+			want |= (kn->kn_filter == EVFILT_READ ||
+			    kn->kn_filter == EVFILT_PROCDESC) ? R_IN : R_OUT;
 		if ((kn->kn_flags & EV_CLEAR) || kn->kn_filter == EVFILT_EMPTY ||
 		    (kn->kn_sfflags & NOTE_LOWAT))
 			edge = 1;
@@ -107,7 +111,7 @@ fdreg_want(struct kqueue *kq, int fd)
 	if (edge || want == 0)
 		want |= R_ET;
 	/* EPOLLEXCLUSIVE cannot be combined with EPOLLONESHOT. */
-	if (dispatch && (want & (R_IN | R_OUT)) && !(want & R_EXCL))
+	if (dispatch && (want & R_ANYIN) && !(want & R_EXCL))
 		want |= R_ONESHOT;
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
 		if ((want & R_ET) && !(kn->kn_flags & EV_CLEAR) &&
@@ -137,7 +141,7 @@ static const uint32_t fdreg_evtab[R_MODEMASK + 1] = {
 static inline uint32_t
 fdreg_events(uint32_t want)
 {
-	return fdreg_evtab[want & R_MODEMASK];
+	return fdreg_evtab[want & R_MODEMASK] | ((want & R_PRI) ? EPOLLPRI : 0);
 }
 
 /*
@@ -154,7 +158,7 @@ fdreg_fired(struct kqueue *kq, struct knote *chain)
 	    (R_REG | R_ONESHOT))
 		return 0;
 	fdreg_set(kq, (int)chain->kn_ident, (chain->kn_reg &
-	    ~(uint32_t)(R_IN | R_OUT | R_ONESHOT)) | R_ET);
+	    ~(uint32_t)(R_ANYIN | R_ONESHOT)) | R_ET);
 	return 1;
 }
 
@@ -193,7 +197,7 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 			knote_drop_fd(kq, fd);
 			continue;
 		}
-		ev.events = fdreg_events(chain->kn_reg & R_MODEMASK);
+		ev.events = fdreg_events(chain->kn_reg & R_WANTMASK);
 		ev.data.u64 = (uint64_t)(unsigned)fd;
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
 			/* Out of memory or of max_user_watches: the rebuild
@@ -258,7 +262,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 	}
 	ev.data.u64 = (uint64_t)(unsigned)fd;
 	if (cur & R_REG) {
-		if ((cur & R_MODEMASK) == want && !force)
+		if ((cur & R_WANTMASK) == want && !force)
 			return 0;
 		/*
 		 * An edge-triggered interest that only shrinks is left as it
@@ -270,8 +274,8 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 		 */
 		if (!force && (cur & want & R_ET) &&
 		    !((cur | want) & (R_EXCL | R_ONESHOT)) &&
-		    (want & (R_IN | R_OUT)) != 0 &&
-		    (want & ~cur & (R_IN | R_OUT)) == 0) {
+		    (want & R_ANYIN) != 0 &&
+		    (want & ~cur & R_ANYIN) == 0) {
 			fdreg_set(kq, fd, cur);
 			return 0;
 		}
@@ -280,7 +284,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 			if (fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) != 0)
 				return errno;
 			cur &= ~R_REG;
-			if ((want & (R_IN | R_OUT)) == 0) {
+			if ((want & R_ANYIN) == 0) {
 				fdreg_set(kq, fd, keep);
 				return 0;
 			}
@@ -293,7 +297,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 		}
 	}
 	ev.events = fdreg_events(want);
-	if ((want & R_EXCL) && (want & R_ET) && (want & (R_IN | R_OUT)) == 0)
+	if ((want & R_EXCL) && (want & R_ET) && (want & R_ANYIN) == 0)
 		ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
 	if (fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) != 0) {
 		int e = errno;
@@ -397,7 +401,7 @@ fdreg_update(struct kqueue *kq, struct knote *kn, int readd)
 		 * EBADF (ENOENT), and so must we.
 		 */
 		if ((fdreg_want(kq, (int)kn->kn_ident) | R_REG) ==
-		    (kn->kn_reg & (R_MODEMASK | R_REG)) &&
+		    (kn->kn_reg & (R_WANTMASK | R_REG)) &&
 		    epoll_holds(kq->kq_fd, (int)kn->kn_ident) == 0)
 			return fcntl((int)kn->kn_ident, F_GETFD) < 0 ? EBADF :
 			    ENOENT;

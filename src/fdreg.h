@@ -12,6 +12,9 @@
 #define R_ONESHOT	0x0010	/* EPOLLONESHOT: every enabled knote is
 				   EV_DISPATCH (see fdreg_fired) */
 #define R_MODEMASK	0x001f
+#define R_PRI		0x0080	/* EPOLLPRI requested (a port's POLLPRI) */
+#define R_WANTMASK	(R_MODEMASK | R_PRI)	/* what fdreg_want derives */
+#define R_ANYIN		(R_IN | R_OUT | R_PRI)	/* some interest */
 #define R_REG		0x0020	/* registered in the epoll set */
 #define R_NOPOLL	0x0040	/* epoll refused it: tracked in userspace */
 #define R_CAPSHIFT	8	/* pipe capacity: 4096 << (v - 1), 0: not
@@ -43,5 +46,7 @@ int	fdreg_detach(struct kqueue *kq, struct knote *kn);
 int	fdreg_update(struct kqueue *kq, struct knote *kn, int readd);
 int	fdreg_fired(struct kqueue *kq, struct knote *chain);
 void	fdreg_sync(struct kqueue *kq, int fd);
+/* port.c: the R_IN/R_OUT interest of a PORT_SOURCE_FD knote */
+uint32_t port_fd_interest(const struct knote *kn);
 
 #endif

@@ -760,8 +760,9 @@ filt_procreadd(struct kqueue *kq, struct knote *kn, int epfd)
 }
 
 /*
- * The pidfds kq holds for kq's EVFILT_PROC knotes (close.c keeps them open
- * in closefrom()).  Called with kq_lock held.  Returns how many were
+ * The pidfds kq holds for kq's EVFILT_PROC knotes, and the timerfds of an
+ * event port's PORT_SOURCE_TIMER knotes (close.c keeps them open in
+ * closefrom()).  (The timerfds of a port's timers, port.c.)  Called with kq_lock held.  Returns how many were
  * stored in buf (at most max); the count of all of them.
  */
 size_t
@@ -773,11 +774,14 @@ kq_proc_fds(struct kqueue *kq, int *buf, size_t max)
 	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
 		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link) {
 			const struct procnote *pn = (const void *)kn;
+			int fd = kn->kn_filter == EVFILT_PROC ? pn->pn_pidfd :
+			    kn->kn_filter == KQ_EVFILT_PORTTIMER ?
+			    port_timer_fd(kn) : -1;	/* a port's timerfd */
 
-			if (kn->kn_filter != EVFILT_PROC || pn->pn_pidfd < 0)
+			if (fd < 0)
 				continue;
 			if (n < max)
-				buf[n] = pn->pn_pidfd;
+				buf[n] = fd;
 			n++;
 		}
 	return n;

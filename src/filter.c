@@ -7,7 +7,7 @@
 
 #include "kq_int.h"
 
-const struct filterops *const kq_sysfilt_ops[EVFILT_SYSCOUNT] = {
+const struct filterops *const kq_sysfilt_ops[KQ_FILTCOUNT] = {
 	[~EVFILT_READ] = &fd_read_filtops,
 	[~EVFILT_WRITE] = &fd_write_filtops,
 	[~EVFILT_EMPTY] = &fd_empty_filtops,
@@ -17,8 +17,13 @@ const struct filterops *const kq_sysfilt_ops[EVFILT_SYSCOUNT] = {
 	[~EVFILT_PROC] = &proc_filtops,
 	[~EVFILT_PROCDESC] = &procdesc_filtops,
 	[~EVFILT_VNODE] = &vnode_filtops,
+	[~KQ_EVFILT_PORTFD] = &port_fd_filtops,
+	[~KQ_EVFILT_PORTUSER] = &port_user_filtops,
+	[~KQ_EVFILT_PORTALERT] = &port_alert_filtops,
+	[~KQ_EVFILT_PORTFILE] = &port_file_filtops,
+	[~KQ_EVFILT_PORTTIMER] = &port_timer_filtops,
 };
 
 _Static_assert(sizeof(kq_sysfilt_ops) / sizeof(kq_sysfilt_ops[0]) ==
-    EVFILT_SYSCOUNT, "one slot per FreeBSD filter");
+    KQ_FILTCOUNT, "one slot per FreeBSD filter and per private one");
 _Static_assert(sizeof(struct knote) == 48, "knote is 48 bytes");

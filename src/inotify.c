@@ -218,6 +218,9 @@ watch_narrow(struct kqueue *kq, struct kq_inot *in, struct iwatch *w)
 	for (r = w->w_refs; r != NULL; r = r->r_wnext) {
 		int fd = (int)r->r_kn->kn_ident;
 
+		/* A port's file association has a path, no descriptor. */
+		if (r->r_kn->kn_filter == KQ_EVFILT_PORTFILE)
+			continue;
 		if (fstat(fd, &st) != 0 || st.st_dev != w->w_dev ||
 		    st.st_ino != w->w_ino)
 			continue;
@@ -266,6 +269,10 @@ ref_event(struct kqueue *kq, struct iref *r, uint32_t mask, uint32_t hint)
 		filt_vnode_inotify(kq, kn, mask, hint);
 		return;
 	}
+	if (kn->kn_filter == KQ_EVFILT_PORTFILE) {
+		port_file_inotify(kq, kn, mask, hint);	/* port.c */
+		return;
+	}
 	/* EVFILT_READ on a file or directory: re-check size - offset. */
 	if ((mask & (IN_READMASK | IN_DELETE_SELF | IN_UNMOUNT |
 	    IN_IGNORED | IN_Q_OVERFLOW)) && !(kn->kn_status & KN_DISABLED))
@@ -280,7 +287,8 @@ entry_event(struct kqueue *kq, struct kq_inot *in, int wd, uint32_t hint)
 	struct iref *r;
 
 	for (r = w ? w->w_refs : NULL; r != NULL; r = r->r_wnext)
-		if (r->r_kn->kn_filter == EVFILT_VNODE)
+		if (r->r_kn->kn_filter == EVFILT_VNODE ||
+		    r->r_kn->kn_filter == KQ_EVFILT_PORTFILE)
 			ref_event(kq, r, 0, hint);
 }
 
@@ -341,7 +349,7 @@ handle_event(struct kqueue *kq, struct kq_inot *in,
 		/* Entries' own modifications concern READ knotes only. */
 		if (ie->mask & IN_READMASK)
 			for (r = w->w_refs; r != NULL; r = r->r_wnext)
-				if (r->r_kn->kn_filter != EVFILT_VNODE)
+				if (r->r_kn->kn_filter == EVFILT_READ)
 					ref_event(kq, r, ie->mask, 0);
 		return;
 	}
@@ -475,18 +483,20 @@ inot_get(struct kqueue *kq, int *error)
 }
 
 /*
- * Watch kn's descriptor for the inotify events mask (replacing what kn
- * asked for before).  Returns 0 or an errno (ENOSPC: max_user_watches).
+ * Watch kn's file, named by path (its descriptor's /proc/self/fd/N, or fd
+ * -1 and a path: a port's PORT_SOURCE_FILE association), for the inotify
+ * events mask (replacing what kn asked for before).  Returns 0 or an errno
+ * (ENOSPC: max_user_watches).
  */
-int
-kq_inotify_set(struct kqueue *kq, struct knote *kn, uint32_t mask)
+static int
+inot_set(struct kqueue *kq, struct knote *kn, const char *path, int fd,
+    uint32_t mask)
 {
 	struct kq_inot *in;
 	struct iref *r;
 	struct iwatch *w;
 	struct stat st;
-	char path[64];
-	int wd, e = 0, ifd, fd = (int)kn->kn_ident;
+	int wd, e = 0, ifd, nofollow = (mask & IN_DONT_FOLLOW) != 0;
 
 	if (kq->kq_dead)
 		return 0;
@@ -498,10 +508,10 @@ kq_inotify_set(struct kqueue *kq, struct knote *kn, uint32_t mask)
 	if ((e = inot_grow(in)) != 0)
 		return e;
 	ifd = kq->kq_src[KQ_SRC_INOTIFY].ks_fd;
-	fd_path(path, sizeof(path), fd);
 	wd = inotify_add_watch(ifd, path, mask | IN_MASK_ADD);
 	if (wd < 0)
-		return errno == ENOENT ? EBADF : errno;
+		return errno == ENOENT && fd >= 0 ? EBADF : errno;
+	mask &= ~(uint32_t)IN_DONT_FOLLOW;
 	if ((w = watch_find(in, wd)) == NULL) {
 		if ((w = kq_calloc(1, sizeof(*w))) == NULL) {
 			(void)inotify_rm_watch(ifd, wd);
@@ -509,7 +519,8 @@ kq_inotify_set(struct kqueue *kq, struct knote *kn, uint32_t mask)
 		}
 		w->w_wd = wd;
 		w->w_mask = mask;
-		if (fstat(fd, &st) == 0) {
+		if (fd >= 0 ? fstat(fd, &st) == 0 : (nofollow ?
+		    lstat(path, &st) : stat(path, &st)) == 0) {
 			w->w_dev = st.st_dev;
 			w->w_ino = st.st_ino;
 		}
@@ -543,6 +554,23 @@ kq_inotify_set(struct kqueue *kq, struct knote *kn, uint32_t mask)
 	r->r_mask = mask;
 	watch_narrow(kq, in, w);
 	return 0;
+}
+
+int
+kq_inotify_set(struct kqueue *kq, struct knote *kn, uint32_t mask)
+{
+	char path[64];
+
+	fd_path(path, sizeof(path), (int)kn->kn_ident);
+	return inot_set(kq, kn, path, (int)kn->kn_ident, mask);
+}
+
+/* A path's file (port.c: PORT_SOURCE_FILE); IN_DONT_FOLLOW as given. */
+int
+kq_inotify_set_path(struct kqueue *kq, struct knote *kn, const char *path,
+    uint32_t mask)
+{
+	return inot_set(kq, kn, path, -1, mask);
 }
 
 /* READ on a regular file: be woken when it is written to. */

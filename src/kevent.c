@@ -110,7 +110,7 @@ kq_change(struct kqueue *kq, struct kevent *kev)
 	if ((kev->flags & (EV_ENABLE | EV_DISABLE)) == (EV_ENABLE | EV_DISABLE))
 		return EINVAL;
 	fop = filter_lookup(kev->filter);
-	if (fop == NULL) {
+	if (fop == NULL || (kev->filter < -EVFILT_SYSCOUNT && !kq->kq_port)) {
 		/* FreeBSD's null filters (AIO, LIO, SENDFILE): ENXIO. */
 		if (kev->filter == EVFILT_SENDFILE || kev->filter == EVFILT_LIO)
 			return ENXIO;
@@ -264,6 +264,9 @@ kq_epoll_want(int filter)
 		return EPOLLOUT | EPOLLHUP | EPOLLERR;
 	case EVFILT_PROCDESC:
 		return EPOLLIN | EPOLLHUP | EPOLLERR;
+	case KQ_EVFILT_PORTFD:
+		return EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLOUT | EPOLLHUP |
+		    EPOLLERR;
 	default:
 		return 0;
 	}
@@ -671,6 +674,13 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 {
 	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
 
+	if (__builtin_expect(kq->kq_alert != NULL, 0)) {
+		/* A port in alert mode reports its alert, and only that. */
+		kq_prefill(out, kq->kq_alert);
+		(void)filter_lookup(KQ_EVFILT_PORTALERT)->f_event(kq,
+		    kq->kq_alert, 0, out);
+		return 1;
+	}
 	if (kq->kq_nrepoll > 0)
 		kq_repoll(kq);
 	/*
@@ -939,7 +949,7 @@ kq_lookup_slow(int kqfd, int *error)
  * let go of it.  A dup() of a kqueue descriptor is found the slow way,
  * with a reference (*held = 1).
  */
-static struct kqueue *
+struct kqueue *
 kq_enter(int kqfd, int *held, int *error)
 {
 	struct kqueue *kq = kq_registry_peek(kqfd);
@@ -971,7 +981,7 @@ kq_enter(int kqfd, int *held, int *error)
 }
 
 /* Unlock kq and drop the reference kevent() holds, if any. */
-static void
+void
 kq_leave(struct kqueue *kq, int held)
 {
 	kq_bell_update(kq);
@@ -1002,6 +1012,11 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 	if ((kq = kq_enter(kqfd, &held, &error)) == NULL) {
 		errno = error;
 		return -1;
+	}
+	if (kq->kq_port) {
+		/* An event port is no kqueue (port.c). */
+		error = EINVAL;
+		goto fail;
 	}
 	for (i = 0; i < nchanges; i++) {
 		struct kevent kev = changelist[i];
@@ -1047,6 +1062,17 @@ fail:
 	kq_leave(kq, held);
 	errno = error;
 	return -1;
+}
+
+/*
+ * kq_scan for the event-port front end (port.c): kq entered with kq_enter,
+ * timeout validated.  Returns the count or -errno.
+ */
+int
+kq_port_scan(struct kqueue *kq, struct kevent *out, int nevents,
+    const struct timespec *tsp, int *held)
+{
+	return kq_scan(kq, out, nevents, tsp, held);
 }
 
 /*

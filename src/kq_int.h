@@ -274,6 +274,13 @@ struct kqueue {
 	int		 kq_nrepoll;	/* knotes that must be re-checked on a
 					   timer (EVFILT_EMPTY) */
 	struct kqsrc	 kq_src[KQ_NSRC];
+	int		 kq_port;	/* an event port (port_create), not a
+					   kqueue: kevent() refuses it */
+	struct knote	*kq_alert;	/* a port in alert mode: while set,
+					   every collection reports this knote
+					   and nothing else (kq_collect); it
+					   stays on kq_head, which keeps the
+					   doorbell rung */
 	struct kqueue	*kq_poolnext;	/* registry pool link */
 	struct kqueue	*kq_allnext;	/* the list of every live kqueue */
 	struct kqueue	**kq_allprev;	/* (registry.c, under reg_lock) */
@@ -460,6 +467,7 @@ int		 fd_info_field(int fd, const char *key, int base,
 
 /* kqueue.c */
 void		 kq_destroy(struct kqueue *kq);
+int		 kq_create(int cloexec, int port);
 
 /* knote.c */
 struct knote	*knote_alloc(struct kqueue *, const struct filterops *);
@@ -484,17 +492,45 @@ knote_fdchain(struct kqueue *kq, int fd)
 
 /* kevent.c */
 int		 kq_register(struct kqueue *, struct kevent *);
+struct kqueue	*kq_enter(int kqfd, int *held, int *error);
+void		 kq_leave(struct kqueue *kq, int held);
+int		 kq_port_scan(struct kqueue *, struct kevent *out, int nevents,
+		    const struct timespec *tsp, int *held);
 int		 kq_owned(struct kqueue *);
 int64_t		 kq_pending(int fd);
 int64_t		 kq_absorb(struct kqueue *);
 
+/*
+ * Private filters of the event-port front end (port.c), numbered after
+ * FreeBSD's.  Only a port (kq_port) holds them: kevent() refuses them
+ * (EINVAL) and refuses ports.
+ *   PORTFD	PORT_SOURCE_FD: one knote per associated descriptor, taking
+ *		part in its epoll registration (fdreg.c); fflags = the poll
+ *		events asked for, reported once (EV_DISPATCH: disabled after
+ *		delivery, the association over) with the revents in data.
+ *   PORTUSER	PORT_SOURCE_USER: one knote per port_send(), ident a
+ *		sequence number, queued at once, EV_ONESHOT.
+ *   PORTALERT	PORT_SOURCE_ALERT: the port's alert (kq_alert below).
+ *   PORTFILE	PORT_SOURCE_FILE: ident the file_obj_t pointer; watched by
+ *		path through the kqueue's inotify instance (inotify.c calls
+ *		port_file_inotify), EV_ONESHOT.
+ *   PORTTIMER	PORT_SOURCE_TIMER: ident the timer's index, a timerfd owned
+ *		by the knote (kq_knsrc_add), EV_CLEAR.
+ */
+#define KQ_EVFILT_PORTFD	(-EVFILT_SYSCOUNT - 1)
+#define KQ_EVFILT_PORTUSER	(-EVFILT_SYSCOUNT - 2)
+#define KQ_EVFILT_PORTALERT	(-EVFILT_SYSCOUNT - 3)
+#define KQ_EVFILT_PORTFILE	(-EVFILT_SYSCOUNT - 4)
+#define KQ_EVFILT_PORTTIMER	(-EVFILT_SYSCOUNT - 5)
+#define KQ_FILTCOUNT		(EVFILT_SYSCOUNT + 5)
+
 /* filter.c: the filter table; NULL for a filter kq does not provide */
-extern const struct filterops *const kq_sysfilt_ops[EVFILT_SYSCOUNT];
+extern const struct filterops *const kq_sysfilt_ops[KQ_FILTCOUNT];
 
 static inline const struct filterops *
 filter_lookup(int filter)
 {
-	if (filter >= 0 || filter < -EVFILT_SYSCOUNT)
+	if (filter >= 0 || filter < -KQ_FILTCOUNT)
 		return NULL;
 	return kq_sysfilt_ops[~filter];
 }
@@ -514,6 +550,11 @@ int		 kq_inotify_watch(struct kqueue *, struct knote *);
 int		 kq_inotify_set(struct kqueue *, struct knote *, uint32_t mask);
 void		 kq_inotify_sync(struct kqueue *);
 void		 kq_inotify_unwatch(struct kqueue *, struct knote *);
+int		 kq_inotify_set_path(struct kqueue *, struct knote *,
+		    const char *path, uint32_t mask);
+/* port.c: an inotify event mask, or NOTE_* hint, for a PORTFILE knote */
+void		 port_file_inotify(struct kqueue *, struct knote *,
+		    uint32_t mask, uint32_t hint);
 
 /* filt_vnode.c: an inotify event mask, or NOTE_* hint, for a VNODE knote */
 void		 filt_vnode_inotify(struct kqueue *, struct knote *,
@@ -540,6 +581,12 @@ extern const struct filterops proc_filtops;	/* filt_proc.c */
 size_t		 kq_proc_fds(struct kqueue *, int *buf, size_t max);
 extern const struct filterops procdesc_filtops;	/* filt_procdesc.c */
 extern const struct filterops vnode_filtops;	/* filt_vnode.c */
+extern const struct filterops port_fd_filtops;	/* port.c */
+extern const struct filterops port_user_filtops;
+extern const struct filterops port_alert_filtops;
+extern const struct filterops port_file_filtops;
+extern const struct filterops port_timer_filtops;
+int		 port_timer_fd(const struct knote *);	/* port.c */
 
 /* kevent.c: monotonic clock, nanoseconds */
 int64_t		 kq_now_ns(void);

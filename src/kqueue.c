@@ -20,8 +20,9 @@
 #include "kq_int.h"
 #include "fault.h"
 
-static int
-kqueue_create(int cloexec)
+/* A new kqueue, or with port set an event port (port.c).  -1/errno. */
+int
+kq_create(int cloexec, int port)
 {
 	struct kqueue *kq, *old;
 	int fd, s, e;
@@ -52,6 +53,8 @@ kqueue_create(int cloexec)
 	KQ_LOCK(kq);
 	kq->kq_fd = fd;
 	kq->kq_dead = 0;
+	kq->kq_port = port;
+	kq->kq_alert = NULL;
 	STAILQ_INIT(&kq->kq_head);
 	for (s = 0; s < KQ_NSRC; s++)
 		kq->kq_src[s].ks_fd = -1;
@@ -80,7 +83,7 @@ kqueue(void)
 	 * FreeBSD's kqueue() does not set close-on-exec.  The descriptor
 	 * is closed in fork children regardless (see registry.c).
 	 */
-	return kqueue_create(0);
+	return kq_create(0, 0);
 }
 
 KQ_EXPORT int
@@ -90,7 +93,7 @@ kqueuex(unsigned int flags)
 		errno = EINVAL;
 		return -1;
 	}
-	return kqueue_create((flags & KQUEUE_CLOEXEC) != 0);
+	return kq_create((flags & KQUEUE_CLOEXEC) != 0, 0);
 }
 
 KQ_EXPORT int
@@ -100,7 +103,7 @@ kqueue1(int flags)
 		errno = EINVAL;
 		return -1;
 	}
-	return kqueue_create((flags & O_CLOEXEC) != 0);
+	return kq_create((flags & O_CLOEXEC) != 0, 0);
 }
 
 /*

@@ -339,7 +339,8 @@ kq_registry_orphan(int fd)
 /*
  * fork(): as on FreeBSD the child does not inherit kqueues.  The child
  * handler closes the child's copies of every kqueue descriptor it can
- * recognise (kq_owned: its doorbell is registered in it) and of the internal
+ * recognise (kq_owned: its doorbell is registered in it) -- except event
+ * ports', which stay open and unusable (see below) -- and of the internal
  * descriptors, so the numbers
  * are free (EBADF on use) and the parent's epoll sets are never touched by
  * the child.  Only async-signal-safe calls are made: the child of a
@@ -379,10 +380,17 @@ reg_atfork_child(void)
 	 */
 	for (kq = kq_all; kq != NULL; kq = next) {
 		next = kq->kq_allnext;
-		/* An unrecognised number stays open (orphan). */
+		/*
+		 * An unrecognised number stays open (orphan).  So does an
+		 * event port's: on illumos the child inherits the port's
+		 * descriptor, and programs close it after fork() before
+		 * making a new port (libev's port_fork); closed here, its
+		 * number would be reused and that close would hit another
+		 * file.  It is unusable in the child (EBADF, orphan).
+		 */
 		if (kq->kq_dead)
 			kq->kq_fd = -1;
-		else if (kq_owned(kq)) {
+		else if (!kq->kq_port && kq_owned(kq)) {
 			kq_close_raw(kq->kq_fd);
 			kq->kq_fd = -1;
 		}

@@ -1,14 +1,15 @@
 #!/bin/bash
 # Line coverage of src/ reached by the test suite plus the fuzz corpus:
 # builds the library, the tests, the fault-injection sweep and the fuzz
-# target's standalone driver (tests/fuzz/standalone-main.c) with gcc
-# --coverage (-O0) and -DKQ_FAULT (inert until armed) into build-cov/, runs
-# the test binaries (tools/run-tests.sh build-cov), the differential test's
-# CI seeds (KQ_MODEL_SECONDS=0), the fault-injection sweep
-# (tests/fault-sweep.c: every filter with the k-th allocation, descriptor
-# creation or blocking wait failing), the attack reproducers (tests/attack/)
-# and every input of tests/fuzz/corpus-kevent and tests/fuzz/regress once,
-# then prints gcov's per-file line coverage of src/ and a closing line
+# targets' standalone drivers (tests/fuzz/standalone-main.c; fuzz-kevent
+# and fuzz-port) with gcc --coverage (-O0) and -DKQ_FAULT (inert until
+# armed) into build-cov/, runs the test binaries (tools/run-tests.sh
+# build-cov), the differential test's CI seeds (KQ_MODEL_SECONDS=0), the
+# fault-injection sweep (tests/fault-sweep.c: every filter with the k-th
+# allocation, descriptor creation or blocking wait failing), the attack
+# reproducers (tests/attack/) and every input of tests/fuzz/corpus-kevent,
+# tests/fuzz/regress and tests/fuzz/corpus-port once, then prints gcov's
+# per-file line coverage of src/ and a closing line
 #   coverage: NN.N% of N lines of src/ (N executed)
 #   coverage: N passed, M failed
 # (1 passed when the build, the tests and the model's seeds passed and the
@@ -29,7 +30,8 @@ stamp="cov+fault 1"
 mkdir -p "$B" && echo "$stamp" >"$B/.flags"
 find "$B" -name '*.gcda' -delete 2>/dev/null
 if ! make -s -j"$JOBS" WERROR=1 SAN=cov OPT="-O0 -g" CC=gcc lib tests \
-    $B/tests/fault-sweep $B/fuzz-kevent-standalone >"$log" 2>&1; then
+    $B/tests/fault-sweep $B/fuzz-kevent-standalone $B/fuzz-port-standalone \
+    >"$log" 2>&1; then
 	cat "$log"
 	echo "coverage: 0 passed, 1 failed"
 	exit 1
@@ -51,6 +53,9 @@ tail -1 "$log"
 inputs=(tests/fuzz/corpus-kevent)
 [ -d tests/fuzz/regress ] && inputs+=(tests/fuzz/regress)
 timeout -k 5 300 $B/fuzz-kevent-standalone "${inputs[@]}" || fail=1
+pinputs=(tests/fuzz/corpus-port)
+[ -d tests/fuzz/regress-port ] && pinputs+=(tests/fuzz/regress-port)
+timeout -k 5 300 $B/fuzz-port-standalone "${pinputs[@]}" || fail=1
 
 # gcov -n: the summary only, no .gcov files.
 ( cd "$B/obj" && gcov -n -o . ../../src/*.c 2>/dev/null ) | awk '

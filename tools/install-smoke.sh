@@ -24,6 +24,25 @@ int main(void) {
 C
 export PKG_CONFIG_PATH="$root/usr/lib/pkgconfig"
 cc -Wall -Werror -o "$root/prog" "$root/prog.c" $(pkg-config --cflags --libs kq)
+# <port.h> sits beside <sys/event.h>, with illumos's layout.
+cat > "$root/port.c" <<'C'
+#include <port.h>
+#include <stddef.h>
+_Static_assert(sizeof(port_event_t) == 24, "port_event_t");
+_Static_assert(offsetof(port_event_t, portev_object) == 8, "portev_object");
+_Static_assert(offsetof(file_obj_t, fo_name) == 72, "fo_name");
+_Static_assert(PORT_SOURCE_FD == 4 && PORT_SOURCE_FILE == 7, "sources");
+int main(void) {
+	port_event_t pe;
+	struct timespec z = { 0, 0 };
+	int p = port_create();
+	if (p < 0 || port_send(p, 7, NULL) != 0 || port_get(p, &pe, &z) != 0)
+		return 1;
+	return pe.portev_source == PORT_SOURCE_USER && pe.portev_events == 7 ? 0 : 1;
+}
+C
+cc -std=c11 -Wall -Werror -o "$root/port" "$root/port.c" $(pkg-config --cflags --libs kq)
+LD_LIBRARY_PATH="$root/usr/lib" "$root/port" && echo "installed <port.h> works"
 LD_LIBRARY_PATH="$root/usr/lib" "$root/prog"
 mkdir -p "$root/cm"
 cat > "$root/cm/CMakeLists.txt" <<'C'

@@ -2,8 +2,10 @@
 # Build kq and run every test: the plain build, ASan+UBSan (all tests),
 # TSan (concurrency tests), the man page lint, and an install smoke test
 # (pkg-config and CMake find_package), and libevent's regression suite on
-# its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
-# source via apt, its epoll backend as baseline), nginx's kqueue module over
+# its kqueue and its evport backends over kq (tests/clients/libevent.sh:
+# Debian's libevent source via apt, its epoll backend as baseline), a
+# smoke program on libev 4.33's port and kqueue backends
+# (tests/clients/libev.sh), nginx's kqueue module over
 # kq smoke-tested beside its epoll build (tests/clients/nginx.sh: Debian's
 # nginx source via apt; static files, proxies, refused upstreams, UDP,
 # resolver; about 3 minutes), and the differential test
@@ -11,10 +13,11 @@
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
 # descriptor creation or blocking wait failing; about 40 s), the libFuzzer
-# target tests/fuzz/fuzz-kevent.c under ASan+UBSan (tools/fuzz-run.sh;
-# KQ_FUZZ_SECONDS, default 60) and the line coverage of src/ by the tests,
+# targets tests/fuzz/fuzz-kevent.c and tests/fuzz/fuzz-port.c (event ports)
+# under ASan+UBSan (tools/fuzz-run.sh; KQ_FUZZ_SECONDS, default 60, each)
+# and the line coverage of src/ by the tests,
 # the model's seeds, the fault sweep, the attack reproducers and the fuzz
-# corpus (tools/coverage.sh, gcov; fails below KQ_COV_MIN, default 90
+# corpora (tools/coverage.sh, gcov; fails below KQ_COV_MIN, default 90
 # percent).  Each cmocka test runs in
 # its own process
 # (tools/run-tests.sh).  Warnings are errors.
@@ -61,9 +64,10 @@ step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=
 step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep
 step "fault injection sweep (every filter; k-th alloc/fd/blocking wait fails)" bash -c "timeout 600 build-fault/tests/fault-sweep | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "fuzz (libFuzzer, asan+ubsan: regression inputs and seeds; ${KQ_FUZZ_SECONDS:-60}s exploratory)" bash -c "KQ_FUZZ_EXPLORE=1 tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "fuzz the port front end (libFuzzer, asan+ubsan: seeds; ${KQ_FUZZ_SECONDS:-60}s exploratory)" bash -c "KQ_FUZZ_TARGET=port KQ_FUZZ_EXPLORE=1 tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 # The coverage gate: below KQ_COV_MIN percent of src/'s lines the step fails
 # (docs/TESTING.md gives the figure and what stays uncovered).
-step "coverage of src/ (tests, model seeds, fault sweep, attacks, fuzz corpus; gcov; at least ${KQ_COV_MIN:-90}%)" bash -c "KQ_COV_MIN=${KQ_COV_MIN:-90} tools/coverage.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "coverage of src/ (tests, model seeds, fault sweep, attacks, fuzz corpora; gcov; at least ${KQ_COV_MIN:-90}%)" bash -c "KQ_COV_MIN=${KQ_COV_MIN:-90} tools/coverage.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "build tsan" make -j"$JOBS" WERROR=1 SAN=tsan CC=clang tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
@@ -78,6 +82,8 @@ step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | t
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "libevent regress on evport (event ports) over kq (vs epoll)" bash -c "tests/clients/libevent.sh evport </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "libev smoke on its port and kqueue backends over kq (vs epoll)" bash -c "tests/clients/libev.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"

@@ -1,9 +1,11 @@
 #!/bin/bash
-# A real kqueue client on kq: libevent 2.1.12-stable, Debian bookworm's
-# source, built unmodified against an installed kq and tested with its own
-# regression suite on its kqueue backend, with its epoll backend as baseline.
+# A real kqueue and event-port client on kq: libevent 2.1.12-stable,
+# Debian bookworm's source, built unmodified against an installed kq and
+# tested with its own regression suite on its kqueue backend, or on its
+# evport (Solaris event ports) backend, with its epoll backend as baseline.
 #
-#   tests/clients/libevent.sh            (as root on Debian 12; CI runs it)
+#   tests/clients/libevent.sh [kqueue|evport]   (as root on Debian 12; CI
+#                                                runs both)
 #
 # 1. Enables deb-src for bookworm main (a file of its own in
 #    /etc/apt/sources.list.d, unless a deb-src for bookworm is there already),
@@ -11,31 +13,50 @@
 #    `apt-get source` into build/clients/.  Nothing else is downloaded.
 # 2. Installs kq into build/clients/kq-prefix and configures libevent with
 #    CPPFLAGS/LDFLAGS/LIBS from `pkg-config kq`.  libevent's own checks
-#    (<sys/event.h>, kqueue(), its "working kqueue" run test) must accept kq
-#    as it is; config.h must say HAVE_WORKING_KQUEUE and kqueue.o must be in
-#    libevent_core.
+#    must accept kq as it is: <sys/event.h>, kqueue() and its "working
+#    kqueue" run test for the kqueue backend, <port.h> and port_create()
+#    (AC_CHECK_FUNCS with LIBS=-lkq) for the evport backend; config.h must
+#    say HAVE_WORKING_KQUEUE and HAVE_PORT_CREATE, kqueue.o and evport.o
+#    must be in libevent_core.  The build is reused by the other backend's
+#    run when kq's installed library and headers have not changed.
 # 3. Runs what upstream's test/test.sh runs (test-eof test-closed test-weof
 #    test-time test-changelist test-fdleak test-dumpevents, regress, and
 #    regress again with EVENT_DEBUG_MODE=1), plus test-init and test-ratelim,
-#    once with only the kqueue backend allowed and once with only epoll.
+#    once with only the backend under test allowed (libevent's EVENT_NO*
+#    variables for every other one) and once with only epoll.
 #    EVENT_SHOW_METHOD=1 makes libevent name its backend, so a silent
-#    fallback to epoll cannot pass as kqueue.  Both runs go side by side.
+#    fallback to epoll cannot pass as kqueue or evport.  Both runs go side
+#    by side.
 # 4. Runs test/bench (the chain benchmark) on both backends and writes
-#    build/clients/libevent-bench.tsv.
+#    build/clients/libevent-bench.tsv (libevent-evport-bench.tsv).
+# 5. evport only: seed 003's experiment, test/bench on evport and kqueue
+#    over kq, epoll, poll and select for 50 to 15000 descriptors, 1 and
+#    100 active connections, into build/clients/libevent-seed003.tsv, which
+#    kqbench's report turns into a table and two plots.
 #
-# Exits non-zero when a test fails on kqueue but not on epoll.  Tests that
-# fail on both are listed: on bookworm six, the https_incomplete*,
-# https_chunk_out and ssl *_dirty_shutdown cases, which 2.1.12 fails with
-# OpenSSL 3 on every backend (libevent issue #1212, fixed after 2.1.12).
-# Ends with one line "libevent: N passed, N failed" (N passed counts the
-# cases that pass on kqueue, N failed those that fail on kqueue only), which
+# Exits non-zero when a test fails on the backend over kq but not on epoll.
+# Tests that fail on both are listed: on bookworm six, the
+# https_incomplete*, https_chunk_out and ssl *_dirty_shutdown cases, which
+# 2.1.12 fails with OpenSSL 3 on every backend (libevent issue #1212, fixed
+# after 2.1.12).  Cases libevent skips because the backend lacks a feature
+# (evport: EV_FEATURE_ET and EV_FEATURE_EARLY_CLOSE, as on illumos) are
+# SKIP.  Ends with one line "libevent: N passed, N failed"
+# ("libevent-evport: ..."; N passed counts the cases that pass on the
+# backend over kq, N failed those that fail there only), which
 # tools/test-all.sh adds to its total.
 #
 # Environment: KQ_CLIENT_DIR (default build/clients), JOBS (make -j, 2),
-# LIBEVENT_RETRY (default 1: a case that fails on kqueue only is run again
+# LIBEVENT_RETRY (default 1: a case that fails over kq only is run again
 # that many times on its own, and is reported as FLAKY if it then passes),
-# LIBEVENT_BENCH=0 skips the benchmark.
+# LIBEVENT_BENCH=0 skips the benchmark, LIBEVENT_SEED003=0 seed 003's
+# (LIBEVENT_SEED003_SIZES: the socketpair counts).
 set -eu
+kqb=${1:-kqueue}	# the backend over kq: kqueue or evport
+case $kqb in
+kqueue) tag=libevent ;;
+evport) tag=libevent-evport ;;
+*) echo "usage: $0 [kqueue|evport]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/../.."
 top=$PWD
 work=${KQ_CLIENT_DIR:-$top/build/clients}
@@ -45,7 +66,7 @@ t_start=$(date +%s)
 export DEBIAN_FRONTEND=noninteractive
 export LC_ALL=C
 
-say() { echo "libevent: $*"; }
+say() { echo "$tag: $*"; }
 # A failure of the set-up (apt, build, configure checks) is one failed step.
 trap 'rc=$?; if [ $rc -ne 0 ] && [ -z "${done_ok:-}" ]; then
 	say "FAILED (set-up or script error, status $rc; logs in $work)"
@@ -103,13 +124,6 @@ if [ -z "$dsc" ]; then
 	[ -n "$dsc" ] || die "no libevent 2.1.12-stable source package from apt"
 fi
 src=$work/libevent-2.1.12-stable
-rm -rf "$src"
-# --skip-patches: upstream's tarball exactly as released (Debian's two
-# patches touch only Makefile.am and evutil_rand.c, and Makefile.am would
-# ask for automake).  --no-check: apt has checked the files against the
-# signed archive index already; the .dsc's own signature needs a keyring.
-dpkg-source -q --no-check -x --skip-patches "$dsc" "$src" >/dev/null ||
-    die "dpkg-source -x failed"
 
 # --- 2. kq installed into a scratch prefix; libevent built against it -----
 prefix=$work/kq-prefix
@@ -121,22 +135,48 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 kq_cflags=$(pkg-config --cflags kq)
 kq_ldflags="$(pkg-config --libs-only-L kq) -Wl,-rpath,$prefix/lib"
 kq_libs=$(pkg-config --libs-only-l kq)
+# One build serves both runs (kqueue, evport): it is reused when kq's
+# installed library and headers, the source package and this script are
+# those it was made with.
+stamp=$(cat "$prefix"/lib/libkq.so.* "$prefix"/include/kq/port.h \
+    "$prefix"/include/kq/sys/event.h "$dsc" "$top/tests/clients/libevent.sh" | sha256sum | cut -c1-16)
+if [ -x "$src/test/regress" ] && [ "$(cat "$src/.kq-stamp" 2>/dev/null)" = "$stamp" ]; then
+	say "reusing the libevent build in $src (same kq, stamp $stamp)"
+else
+rm -rf "$src"
+# --skip-patches: upstream's tarball exactly as released (Debian's two
+# patches touch only Makefile.am and evutil_rand.c, and Makefile.am would
+# ask for automake).  --no-check: apt has checked the files against the
+# signed archive index already; the .dsc's own signature needs a keyring.
+dpkg-source -q --no-check -x --skip-patches "$dsc" "$src" >/dev/null ||
+    die "dpkg-source -x failed"
 say "configure CPPFLAGS='$kq_cflags' LDFLAGS='$kq_ldflags' LIBS='$kq_libs'"
 (cd "$src" && ./configure --disable-shared --disable-samples \
     --disable-dependency-tracking \
     CPPFLAGS="$kq_cflags" LDFLAGS="$kq_ldflags" LIBS="$kq_libs") \
     >"$work/libevent-configure.log" 2>&1 ||
     die "configure failed, see $work/libevent-configure.log"
-grep -E '^checking for (kqueue|working kqueue)\.\.\.' "$work/libevent-configure.log" |
-    sed 's/^/libevent: configure: /'
-for d in HAVE_KQUEUE HAVE_WORKING_KQUEUE HAVE_SYS_EVENT_H; do
-	grep -q "^#define $d 1" "$src/config.h" ||
-	    die "config.h lacks $d: libevent did not accept kq"
-done
-say "config.h: HAVE_SYS_EVENT_H HAVE_KQUEUE HAVE_WORKING_KQUEUE"
+grep -E '^checking for (kqueue|working kqueue|port_create|port\.h)\.\.\.' "$work/libevent-configure.log" |
+    sed "s/^/$tag: configure: /"
 say "building libevent and its tests (make -j$jobs)"
 make -C "$src" -j"$jobs" >"$work/libevent-make.log" 2>&1 ||
     die "make failed, see $work/libevent-make.log"
+echo "$stamp" >"$src/.kq-stamp"
+fi
+# libevent's own checks must accept kq as it is: <sys/event.h> and a
+# working kqueue() give its kqueue backend, port_create() (found with
+# LIBS=-lkq) and <port.h> its evport backend, which comes first in its list.
+for d in HAVE_KQUEUE HAVE_WORKING_KQUEUE HAVE_SYS_EVENT_H HAVE_PORT_CREATE HAVE_PORT_H; do
+	grep -q "^#define $d 1" "$src/config.h" ||
+	    die "config.h lacks $d: libevent did not accept kq"
+done
+say "config.h: HAVE_SYS_EVENT_H HAVE_KQUEUE HAVE_WORKING_KQUEUE HAVE_PORT_H HAVE_PORT_CREATE"
+ar t "$src/.libs/libevent_core.a" | grep -qx evport.o ||
+    die "evport.o is not in libevent_core.a"
+nm "$src/test/regress" | grep -q ' [DdRr] evportops$' ||
+    die "test/regress has no evport backend (evportops)"
+"$src/test/bench" -l | grep -qx '    evport' ||
+    die "libevent does not list evport among its methods"
 ar t "$src/.libs/libevent_core.a" | grep -qx kqueue.o ||
     die "kqueue.o is not in libevent_core.a"
 nm "$src/test/regress" | grep -q ' [DdRr] kqops$' ||
@@ -145,19 +185,20 @@ ldd "$src/test/regress" | grep -q "libkq\.so.* => $prefix/lib/" ||
     die "test/regress does not load libkq.so from $prefix"
 "$src/test/bench" -l | grep -qx '    kqueue' ||
     die "libevent does not list kqueue among its methods"
-say "kqueue.o in libevent_core.a; test/regress links $prefix/lib/libkq.so"
+say "kqueue.o and evport.o in libevent_core.a; test/regress links $prefix/lib/libkq.so"
 
 # --- 3. the tests, kqueue and epoll side by side ---------------------------
 T=$src/test
-res=$work/libevent-results
+res=$work/$tag-results
 rm -rf "$res"
 mkdir -p "$res"
 progs="test-init test-eof test-closed test-weof test-time test-changelist test-fdleak test-ratelim test-dumpevents"
-others="EVENT_NOPOLL=1 EVENT_NOSELECT=1 EVENT_NOEVPORT=1 EVENT_NODEVPOLL=1 EVENT_NOWIN32=1"
+others="EVENT_NOPOLL=1 EVENT_NOSELECT=1 EVENT_NODEVPOLL=1 EVENT_NOWIN32=1"
 benv() {	# backend: its environment, only that backend allowed
 	case $1 in
-	kqueue) echo "EVENT_NOEPOLL=1 $others EVENT_SHOW_METHOD=1" ;;
-	epoll) echo "EVENT_NOKQUEUE=1 $others EVENT_SHOW_METHOD=1" ;;
+	kqueue) echo "EVENT_NOEPOLL=1 EVENT_NOEVPORT=1 $others EVENT_SHOW_METHOD=1" ;;
+	evport) echo "EVENT_NOEPOLL=1 EVENT_NOKQUEUE=1 $others EVENT_SHOW_METHOD=1" ;;
+	epoll) echo "EVENT_NOKQUEUE=1 EVENT_NOEVPORT=1 $others EVENT_SHOW_METHOD=1" ;;
 	esac
 }
 unset EVENT_DEBUG_MODE EVENT_PRECISE_TIMER EVENT_EPOLL_USE_CHANGELIST
@@ -238,9 +279,9 @@ run_regress() {	# backend mode(plain|debug|retry-plain|retry-debug) [args...]
 
 # All four regress runs at once (they mostly sleep; under the same load
 # the two backends are compared fairly), the test-* programs beside them.
-say "running regress (plain and EVENT_DEBUG_MODE=1) and the test-* programs on kqueue and on epoll"
+say "running regress (plain and EVENT_DEBUG_MODE=1) and the test-* programs on $kqb and on epoll"
 t_tests=$(date +%s)
-for b in kqueue epoll; do
+for b in $kqb epoll; do
 	(run_progs $b; run_regress $b plain) &
 	run_regress $b debug &
 done
@@ -251,26 +292,26 @@ t_tests=$(($(date +%s) - t_tests))
 # and main/base_environ make two epoll bases on purpose).  A run that stops
 # early has fewer bases; its cases that did not run count as failed below.
 for m in plain debug; do
-	k=$(grep -c 'libevent using: kqueue' "$res/kqueue-$m.err" || true)
-	o=$(grep 'libevent using: ' "$res/kqueue-$m.err" | grep -vc 'using: kqueue' || true)
+	k=$(grep -c "libevent using: $kqb" "$res/$kqb-$m.err" || true)
+	o=$(grep 'libevent using: ' "$res/$kqb-$m.err" | grep -vc "using: $kqb" || true)
 	[ "$k" -ge 1 ] && [ "$o" -le 2 ] ||
-	    die "regress ($m) did not run on kqueue: $k kqueue bases, $o others"
+	    die "regress ($m) did not run on $kqb: $k $kqb bases, $o others"
 	e=$(grep -c 'libevent using: epoll' "$res/epoll-$m.err" || true)
 	[ "$e" -ge 1 ] || die "regress ($m) did not run on epoll: $e epoll bases"
-	say "regress ($m): $k event bases on kqueue ($o on another backend on purpose); $e on epoll"
+	say "regress ($m): $k event bases on $kqb ($o on another backend on purpose); $e on epoll"
 done
 
 # A case failing on kqueue only is run again alone (the machine may be
 # loaded); it is reported as FLAKY when it then passes.
 flaky=""
 for m in plain debug; do
-	paste "$res/kqueue-$m.tsv" "$res/epoll-$m.tsv" |
+	paste "$res/$kqb-$m.tsv" "$res/epoll-$m.tsv" |
 	    awk -F'\t' '($2 == "FAIL" || $2 == "MISSING") && $4 != "FAIL" && $4 != "MISSING" { print $1 }' \
 	    >"$res/retry-$m"
 done
 nretry=$(cat "$res/retry-plain" "$res/retry-debug" | wc -l)
 if [ "$nretry" -gt 6 ]; then
-	say "$nretry regress cases fail on kqueue only: no retries (not flakiness)"
+	say "$nretry regress cases fail on $kqb only: no retries (not flakiness)"
 	retries=0
 fi
 if [ "$retries" -gt 0 ]; then
@@ -279,47 +320,47 @@ if [ "$retries" -gt 0 ]; then
 			i=0
 			while [ $i -lt "$retries" ]; do
 				i=$((i + 1))
-				run_regress kqueue retry-$m --timeout 60 "$name"
-				st=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$res/kqueue-retry-$m.tsv")
-				cat "$res/kqueue-retry-$m.out" >>"$res/kqueue-$m.retries"
+				run_regress $kqb retry-$m --timeout 60 "$name"
+				st=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$res/$kqb-retry-$m.tsv")
+				cat "$res/$kqb-retry-$m.out" >>"$res/$kqb-$m.retries"
 				if [ "$st" = PASS ]; then
 					awk -F'\t' -v OFS='\t' -v n="$name" '$1 == n { $2 = "FLAKY" } { print }' \
-					    "$res/kqueue-$m.tsv" >"$res/tmp" && mv "$res/tmp" "$res/kqueue-$m.tsv"
+					    "$res/$kqb-$m.tsv" >"$res/tmp" && mv "$res/tmp" "$res/$kqb-$m.tsv"
 					flaky="$flaky $name($m)"
 					break
 				fi
 			done
 		done <"$res/retry-$m"
 	done
-	for p in $(paste "$res/kqueue.progs" "$res/epoll.progs" |
+	for p in $(paste "$res/$kqb.progs" "$res/epoll.progs" |
 	    awk -F'\t' '$2 ~ /^FAIL/ && $4 !~ /^FAIL/ { print $1 }'); do
-		st=$(run_prog kqueue "$p")
+		st=$(run_prog $kqb "$p")
 		if [ "$st" = PASS ]; then
 			awk -F'\t' -v OFS='\t' -v n="$p" '$1 == n { $2 = "FLAKY" } { print }' \
-			    "$res/kqueue.progs" >"$res/tmp" && mv "$res/tmp" "$res/kqueue.progs"
+			    "$res/$kqb.progs" >"$res/tmp" && mv "$res/tmp" "$res/$kqb.progs"
 			flaky="$flaky $p"
 		fi
 	done
 fi
 
 # Side by side.
-paste "$res/kqueue-plain.tsv" "$res/epoll-plain.tsv" "$res/kqueue-debug.tsv" "$res/epoll-debug.tsv" |
+paste "$res/$kqb-plain.tsv" "$res/epoll-plain.tsv" "$res/$kqb-debug.tsv" "$res/epoll-debug.tsv" |
     awk -F'\t' -v OFS='\t' '{ print $1, $2, $4, $6, $8 }' >"$res/regress.tsv"
-paste "$res/kqueue.progs" "$res/epoll.progs" |
+paste "$res/$kqb.progs" "$res/epoll.progs" |
     awk -F'\t' -v OFS='\t' '{ print $1, $2, $4 }' >"$res/progs.tsv"
 {
-	printf 'test\tkqueue\tepoll\tkqueue-debug\tepoll-debug\n'
+	printf 'test\t%s\tepoll\t%s-debug\tepoll-debug\n' "$kqb" "$kqb"
 	cat "$res/regress.tsv"
 	awk -F'\t' -v OFS='\t' '{ print $1, $2, $3, "-", "-" }' "$res/progs.tsv"
-} >"$work/libevent-results.tsv"
+} >"$work/$tag-results.tsv"
 
 echo
-say "test-* programs             kqueue (over kq)                 epoll"
+say "test-* programs             $(printf '%-32s' "$kqb (over kq)") epoll"
 while IFS=$'\t' read -r p k e; do
 	printf 'libevent:   %-20s %-32s %s\n' "$p" "$k" "$e"
 done <"$res/progs.tsv"
 echo
-say "regress, every case         kqueue  epoll  | with EVENT_DEBUG_MODE=1: kqueue  epoll"
+say "regress, every case         $(printf '%-7s' $kqb) epoll  | with EVENT_DEBUG_MODE=1: $(printf '%-7s' $kqb) epoll"
 while IFS=$'\t' read -r n k e kd ed; do
 	mark=" "
 	case "$k$kd" in *FAIL*|*MISSING*) mark="!" ;; esac
@@ -332,7 +373,7 @@ count() {	# file column value -> number of rows
 	awk -F'\t' -v c="$2" -v v="$3" '$c == v { n++ } END { print n + 0 }' "$1"
 }
 for m in plain debug; do
-	for b in kqueue epoll; do
+	for b in $kqb epoll; do
 		f=$res/$b-$m.tsv
 		say "regress ($m) on $b: $(count "$f" 2 PASS) passed, $(($(count "$f" 2 FAIL) + $(count "$f" 2 MISSING))) failed, $(count "$f" 2 SKIP) skipped, $(count "$f" 2 OFF) off by default, $(count "$f" 2 FLAKY) flaky; regress exit status $(cat "$res/$b-$m.rc")"
 		if [ "$(cat "$res/$b-$m.rc")" = 124 ]; then
@@ -340,8 +381,8 @@ for m in plain debug; do
 		fi
 	done
 done
-for b in kqueue epoll; do
-	c=$([ $b = kqueue ] && echo 2 || echo 3)
+for b in $kqb epoll; do
+	c=$([ $b = "$kqb" ] && echo 2 || echo 3)
 	say "test-* on $b: $(cut -f$c "$res/progs.tsv" | grep -c '^PASS' || true) passed, $(cut -f$c "$res/progs.tsv" | grep -c '^FAIL' || true) failed, $(cut -f$c "$res/progs.tsv" | grep -c '^SKIP' || true) skipped"
 done
 
@@ -367,28 +408,28 @@ awk -F'\t' '{ for (c = 2; c <= 4; c += 2) {
 say "failing on both backends (the environment, not kq): $(wc -l <"$res/both")"
 sed 's/^/libevent:     /' "$res/both"
 [ -s "$res/epoll-only" ] && { say "failing on epoll only:"; sed 's/^/libevent:     /' "$res/epoll-only"; }
-[ -n "$flaky" ] && say "FLAKY on kqueue (failed, then passed when run again alone):$flaky"
+[ -n "$flaky" ] && say "FLAKY on $kqb (failed, then passed when run again alone):$flaky"
 passed=$(( $(awk -F'\t' '{ n += ($2 == "PASS" || $2 == "FLAKY") + ($4 == "PASS" || $4 == "FLAKY") } END { print n + 0 }' "$res/regress.tsv") +
     $(awk -F'\t' '$2 == "PASS" || $2 == "FLAKY" { n++ } END { print n + 0 }' "$res/progs.tsv") ))
 failed=$(wc -l <"$res/kq-only")
 if [ "$failed" -gt 0 ]; then
-	say "FAILING ON KQUEUE ONLY (bugs in kq): $failed"
+	say "FAILING ON $kqb ONLY (bugs in kq): $failed"
 	sed 's/^/libevent:     /' "$res/kq-only"
 fi
-say "tests took ${t_tests} s; results in $work/libevent-results.tsv, logs in $res"
+say "tests took ${t_tests} s; results in $work/$tag-results.tsv, logs in $res"
 
 # --- 4. test/bench, the chain benchmark, kqueue over kq vs epoll ----------
 if [ "${LIBEVENT_BENCH:-1}" != 0 ]; then
-	bench_tsv=$work/libevent-bench.tsv
+	bench_tsv=$work/$tag-bench.tsv
 	reps=3
 	printf 'backend\tn\ta\tw\tsamples\tmedian_us\tmin_us\tmax_us\tx_epoll\n' >"$bench_tsv"
 	say "test/bench (25 rounds per run, $reps runs, backends interleaved): median us per round"
 	for n in 100 1000; do
 		for a in 1 100; do
 			w=1000
-			rm -f "$res/bench.kqueue" "$res/bench.epoll"
+			rm -f "$res/bench.$kqb" "$res/bench.epoll"
 			for r in $(seq $reps); do
-				for b in kqueue epoll; do
+				for b in $kqb epoll; do
 					# the first round of each run warms the caches up
 					env $(benv $b) timeout -k 5 120 "$T/bench" -m $b -n $n -a $a -w $w \
 					    2>/dev/null | tail -n +2 >>"$res/bench.$b" ||
@@ -396,7 +437,7 @@ if [ "${LIBEVENT_BENCH:-1}" != 0 ]; then
 				done
 			done
 			em=""
-			for b in epoll kqueue; do
+			for b in epoll $kqb; do
 				read -r s med mn mx < <(sort -n "$res/bench.$b" |
 				    awk '{ v[NR] = $1 } END { printf "%d %d %d %d\n", NR, v[int((NR + 1) / 2)], v[1], v[NR] }')
 				[ "$s" -ge 20 ] || die "test/bench -m $b gave $s figures"
@@ -405,18 +446,50 @@ if [ "${LIBEVENT_BENCH:-1}" != 0 ]; then
 				printf -v "row_$b" '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s' \
 				    "$b" $n $a $w "$s" "$med" "$mn" "$mx" "$x"
 			done
-			printf '%s\n%s\n' "$row_kqueue" "$row_epoll" | sed 's/^kqueue/kqueue-kq/' >>"$bench_tsv"
+			rowk=row_$kqb
+			printf '%s\n%s\n' "${!rowk}" "$row_epoll" | sed "s/^$kqb/$kqb-kq/" >>"$bench_tsv"
 		done
 	done
 	awk -F'\t' '{ printf "libevent:   %-10s %5s %4s %5s %8s %10s %8s %8s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$bench_tsv"
 	say "bench figures in $bench_tsv"
 fi
 
+# --- 5. seed 003: test/bench over evport on kq beside poll, select, epoll
+# and kqueue on kq, for the seed's sizes (up to 7500 socketpairs, 15000
+# descriptors; select only up to 1000 descriptors, as the seed), 1 and 100
+# active connections.  kqbench's report copies the table and plots it.
+if [ "$kqb" = evport ] && [ "${LIBEVENT_SEED003:-1}" != 0 ]; then
+	seed_tsv=$work/libevent-seed003.tsv
+	sizes=${LIBEVENT_SEED003_SIZES:-"25 50 100 250 500 1000 2500 5000 7500"}
+	say "seed 003: test/bench -m BACKEND -n N -a A -w 1000, 25 rounds per run, median us per round"
+	printf 'backend\tn\tfds\ta\tw\tsamples\tmedian_us\tmin_us\tmax_us\n' >"$seed_tsv"
+	for a in 1 100; do
+		for n in $sizes; do
+			[ "$a" -gt "$n" ] && continue
+			for b in evport kqueue epoll poll select; do
+				[ $b = select ] && [ $((2 * n)) -gt 1000 ] && continue
+				# -m makes libevent avoid every other method
+				timeout -k 5 300 "$T/bench" -m $b -n $n -a $a -w 1000 \
+				    2>/dev/null >"$res/seed.out" ||
+				    die "test/bench -m $b -n $n -a $a failed"
+				read -r smp med mn mx < <(sort -n "$res/seed.out" |
+				    awk '{ v[NR] = $1 } END { printf "%d %d %d %d\n", NR, v[int((NR + 1) / 2)], v[1], v[NR] }')
+				[ "$smp" -ge 20 ] || die "test/bench -m $b -n $n gave $smp figures"
+				case $b in evport|kqueue) bn=$b-kq ;; *) bn=$b ;; esac
+				printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bn" $n \
+				    $((2 * n)) $a 1000 "$smp" "$med" "$mn" "$mx" >>"$seed_tsv"
+			done
+		done
+	done
+	awk -F'\t' 'NR > 1 { printf "libevent:   %-10s n=%5s fds=%5s a=%4s  median %8s us  (min %s, max %s)\n", $1, $2, $3, $4, $7, $8, $9 }' "$seed_tsv"
+	say "seed 003 figures in $seed_tsv"
+fi
+
 say "took $(($(date +%s) - t_start)) s"
 if [ "$failed" -gt 0 ]; then
-	say "FAILED: $failed test(s) fail on kqueue over kq but not on epoll"
+	say "FAILED: $failed test(s) fail on $kqb over kq but not on epoll"
 else
-	say "PASSED: no test fails on kqueue over kq that passes on epoll"
+	say "PASSED: no test fails on $kqb over kq that passes on epoll"
 fi
 say "$passed passed, $failed failed"
 done_ok=1
