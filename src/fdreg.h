@@ -35,7 +35,7 @@
 #define K_KQUEUE	6	/* another kqueue (epoll) */
 #define K_LISTEN	7	/* listening socket */
 #define K_DGRAM		8	/* datagram socket (DGRAM, SEQPACKET, RAW) */
-#define K_UDGRAM	9	/* AF_UNIX datagram socket (DGRAM, SEQPACKET) */
+#define K_UDGRAM	9	/* AF_UNIX datagram socket (DGRAM) */
 
 #define R_KIND(r)	(((r) & R_KINDMASK) >> R_KINDSHIFT)
 

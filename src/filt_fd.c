@@ -91,12 +91,16 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 		    type == SOCK_RAW)) {
 			int dom = 0;
 
+			/* AF_UNIX SEQPACKET's FIONREAD counts every record
+			   already: a plain socket. */
 			len = sizeof(dom);
-			k = getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom,
-			    &len) == 0 && dom == AF_UNIX ? K_UDGRAM : K_DGRAM;
+			if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom,
+			    &len) != 0 || dom != AF_UNIX)
+				k = K_DGRAM;
+			else if (type != SOCK_SEQPACKET)
+				k = K_UDGRAM;
 		}
-	}
-	else if (S_ISFIFO(st.st_mode))
+	} else if (S_ISFIFO(st.st_mode))
 		k = K_PIPE;
 	else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
 		k = K_FILE;
