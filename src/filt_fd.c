@@ -296,6 +296,24 @@ file_read_event(struct kqueue *kq, struct knote *kn, struct kevent *out)
 	return out->data != 0 || (kn->kn_sfflags & NOTE_FILE_POLL);
 }
 
+/*
+ * Look at fd's readability again (poll): 1 with *mask and *eof updated if
+ * it is readable, 0 if not, -1 if the number is closed.
+ */
+static int
+read_repoll(int fd, uint32_t *mask, int *eof)
+{
+	int r = fd_poll(fd, POLLIN | POLLRDHUP);
+
+	if (r < 0)
+		return -1;
+	if (!(r & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return 0;
+	*mask = (uint32_t)r;
+	*eof = (r & (EPOLLRDHUP | EPOLLHUP)) != 0;
+	return 1;
+}
+
 static int
 filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
@@ -336,14 +354,8 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		 * epoll reported it.  Ask again (a zero-length datagram is
 		 * still readable); FreeBSD never reports an empty pipe.
 		 */
-		if (n == 0 && !eof) {
-			if ((r = fd_poll(fd, POLLIN | POLLRDHUP)) < 0)
-				return -1;
-			if (!(r & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
-				return 0;
-			hint = (uint32_t)r;
-			eof = (r & (EPOLLRDHUP | EPOLLHUP)) != 0;
-		}
+		if (n == 0 && !eof && (r = read_repoll(fd, &hint, &eof)) <= 0)
+			return r;
 		data = n;
 		/* A datagram socket: every queued datagram's payload. */
 		if (R_KIND(kn->kn_reg) != K_PIPE &&
@@ -353,15 +365,9 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	} else if (r == -EBADF)
 		return -1;
 	else {
-		if (stale) {
-			/* No byte count to confirm the mask: look again. */
-			if ((r = fd_poll(fd, POLLIN | POLLRDHUP)) < 0)
-				return -1;
-			if (!(r & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
-				return 0;
-			hint = (uint32_t)r;
-			eof = (r & (EPOLLRDHUP | EPOLLHUP)) != 0;
-		}
+		/* No byte count to confirm a stale mask: look again. */
+		if (stale && (r = read_repoll(fd, &hint, &eof)) <= 0)
+			return r;
 		k = fd_kind(kq, kn);
 		if (k == K_SOCK || k == K_DGRAM || k == K_UDGRAM ||
 		    k == K_LISTEN)
