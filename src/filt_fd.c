@@ -351,11 +351,20 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	if (r == 0) {
 		/*
 		 * Nothing queued: another thread may have read it since
-		 * epoll reported it.  Ask again (a zero-length datagram is
-		 * still readable); FreeBSD never reports an empty pipe.
+		 * epoll reported it (or since the count taken before the
+		 * lock).  Look again, and count again if it is readable:
+		 * FreeBSD never reports an empty pipe or stream; only a
+		 * datagram socket (an empty datagram) or a pending error is
+		 * readable with nothing to read.
 		 */
-		if (n == 0 && !eof && (r = read_repoll(fd, &hint, &eof)) <= 0)
-			return r;
+		if (n == 0 && !eof) {
+			if ((r = read_repoll(fd, &hint, &eof)) <= 0)
+				return r;
+			if (!eof && !(hint & EPOLLERR) &&
+			    ksys_ioctl(fd, FIONREAD, &n) == 0 && n == 0 &&
+			    (k = fd_kind(kq, kn)) != K_DGRAM && k != K_UDGRAM)
+				return 0;
+		}
 		data = n;
 		/* A datagram socket: every queued datagram's payload. */
 		if (R_KIND(kn->kn_reg) != K_PIPE &&

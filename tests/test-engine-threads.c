@@ -945,11 +945,134 @@ deleted_pipe_never_reported_to_waiting_thread_clear(void **state)
 	E_RUN(rc_child, (void *)3, 20);
 }
 
+/*
+ * Several threads share one kqueue watching the read ends of a ring of
+ * pipes through which a few one-byte tokens travel: each thread waits for
+ * one event, reads the pipe (non-blocking) and forwards what it got.  A
+ * pipe is reported readable only with bytes in it (FreeBSD's filt_piperead:
+ * data is the byte count, and an empty pipe does not fire), even though
+ * another thread may empty it between epoll's report and the count: every
+ * event's data must be 1..RING_TOKENS, for level, EV_CLEAR and EV_DISPATCH.
+ */
+#define RING_PIPES	32
+#define RING_TOKENS	8
+#define RING_THREADS	4
+#define RING_MS		400
+
+struct ring {
+	int		 kq;
+	int		 r[RING_PIPES], w[RING_PIPES];
+	unsigned short	 mode;
+	_Atomic int	 stop, bad, moves, errors;
+};
+
+static void *
+ring_worker(void *arg)
+{
+	struct ring *g = arg;
+	struct timespec to = { 0, 50 * MS };
+	struct kevent ch, ev;
+	int nch = 0;
+
+	while (!atomic_load(&g->stop)) {
+		int n = kevent(g->kq, &ch, nch, &ev, 1, &to), i;
+		unsigned char buf[64];
+		ssize_t got;
+
+		nch = 0;
+		if (n < 0) {
+			if (errno != EINTR)
+				atomic_fetch_add(&g->errors, 1);
+			continue;
+		}
+		if (n == 0)
+			continue;
+		i = (int)(intptr_t)ev.udata;
+		if (ev.data < 1 || ev.data > RING_TOKENS)
+			atomic_fetch_add(&g->bad, 1);
+		got = read(g->r[i], buf, sizeof(buf));
+		for (ssize_t k = 0; k < got; k++)
+			if (write(g->w[(i + 1 + 2 * buf[k]) % RING_PIPES],
+			    &buf[k], 1) != 1)
+				atomic_fetch_add(&g->errors, 1);
+		if (got > 0)
+			atomic_fetch_add(&g->moves, (int)got);
+		if (g->mode == EV_DISPATCH) {
+			EV_SET(&ch, g->r[i], EVFILT_READ, EV_ENABLE, 0, 0,
+			    (void *)(intptr_t)i);
+			nch = 1;
+		}
+	}
+	return NULL;
+}
+
+static void
+ring_run(unsigned short mode)
+{
+	struct ring g;
+	pthread_t th[RING_THREADS];
+	int p[2];
+
+	memset(&g, 0, sizeof(g));
+	g.mode = mode;
+	g.kq = kqueue();
+	assert_true(g.kq >= 0);
+	for (int i = 0; i < RING_PIPES; i++) {
+		assert_int_equal(pipe(p), 0);
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		g.r[i] = p[0];
+		g.w[i] = p[1];
+		t_change(g.kq, p[0], EVFILT_READ, EV_ADD | mode, 0, 0,
+		    (void *)(intptr_t)i);
+	}
+	for (unsigned char k = 0; k < RING_TOKENS; k++)
+		assert_int_equal(write(g.w[k * 3 % RING_PIPES], &k, 1), 1);
+	for (int t = 0; t < RING_THREADS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, ring_worker, &g),
+		    0);
+	e_sleep_ms(RING_MS);
+	atomic_store(&g.stop, 1);
+	for (int t = 0; t < RING_THREADS; t++)
+		pthread_join(th[t], NULL);
+	assert_int_equal(atomic_load(&g.errors), 0);
+	assert_true(atomic_load(&g.moves) > 100);
+	assert_int_equal(atomic_load(&g.bad), 0);
+	for (int i = 0; i < RING_PIPES; i++) {
+		close(g.r[i]);
+		close(g.w[i]);
+	}
+	close(g.kq);
+}
+
+static void
+pipe_data_never_zero_with_threads_racing_readers_level(void **state)
+{
+	(void)state;
+	ring_run(0);
+}
+
+static void
+pipe_data_never_zero_with_threads_racing_readers_clear(void **state)
+{
+	(void)state;
+	ring_run(EV_CLEAR);
+}
+
+static void
+pipe_data_never_zero_with_threads_racing_readers_dispatch(void **state)
+{
+	(void)state;
+	ring_run(EV_DISPATCH);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(second_clear_event_wakes_second_of_two_sleepers),
+		cmocka_unit_test(pipe_data_never_zero_with_threads_racing_readers_level),
+		cmocka_unit_test(pipe_data_never_zero_with_threads_racing_readers_clear),
+		cmocka_unit_test(pipe_data_never_zero_with_threads_racing_readers_dispatch),
 		cmocka_unit_test(second_sleeper_on_unread_level_socket_does_not_spin),
 		cmocka_unit_test(ten_clear_pipe_writes_wake_all_ten_sleepers),
 		cmocka_unit_test(ten_user_triggers_wake_all_ten_sleepers),
