@@ -1,7 +1,9 @@
 #!/bin/bash
 # Build kq and run every test: the plain build, ASan+UBSan (all tests),
 # TSan (concurrency tests), the man page lint, and an install smoke test
-# (pkg-config and CMake find_package), and libevent's regression suite on
+# (pkg-config and CMake find_package), the Debian packages (tools/deb-smoke.sh:
+# dpkg-buildpackage, lintian, apt-get install, a program built with
+# pkg-config and with CMake, purge leaving /usr as it was), and libevent's regression suite on
 # its kqueue backend over kq (tests/clients/libevent.sh: Debian's libevent
 # source via apt, its epoll backend as baseline), nginx's kqueue module over
 # kq smoke-tested beside its epoll build (tests/clients/nginx.sh: Debian's
@@ -77,6 +79,7 @@ step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP='a9_kq_churn a14_close_
 step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
+step "Debian packages: build, lintian, apt install, pkg-config + cmake, purge" bash -c "tools/deb-smoke.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
