@@ -8,7 +8,9 @@
 # source via apt, its epoll backend as baseline), nginx's kqueue module over
 # kq smoke-tested beside its epoll build (tests/clients/nginx.sh: Debian's
 # nginx source via apt; static files, proxies, refused upstreams, UDP,
-# resolver; about 3 minutes), and the differential test
+# resolver; about 3 minutes), 48 units of Redis's Tcl suite on its
+# ae_kqueue.c over kq beside ae_epoll.c (tests/clients/redis.sh: Debian's
+# redis source via apt; about 4 minutes), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
@@ -82,6 +84,7 @@ step "install + pkg-config + cmake" tools/install-smoke.sh
 step "Debian packages: build, lintian, apt install, pkg-config + cmake, purge" bash -c "tools/deb-smoke.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "redis Tcl suite units on ae_kqueue over kq (vs epoll)" bash -c "tests/clients/redis.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
