@@ -10,7 +10,9 @@
 # nginx source via apt; static files, proxies, refused upstreams, UDP,
 # resolver; about 3 minutes), 48 units of Redis's Tcl suite on its
 # ae_kqueue.c over kq beside ae_epoll.c (tests/clients/redis.sh: Debian's
-# redis source via apt; about 4 minutes), and the differential test
+# redis source via apt; about 4 minutes), lighttpd's make check on its
+# kqueue handler and kqueue stat cache over kq beside linux-sysepoll
+# (tests/clients/lighttpd.sh; about 1 minute), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
@@ -85,6 +87,7 @@ step "Debian packages: build, lintian, apt install, pkg-config + cmake, purge" b
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "redis Tcl suite units on ae_kqueue over kq (vs epoll)" bash -c "tests/clients/redis.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "lighttpd make check on its kqueue handler and stat cache over kq (vs linux-sysepoll)" bash -c "tests/clients/lighttpd.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
