@@ -36,6 +36,9 @@ ok() { say "ok: $*"; pass=$((pass + 1)); }
 bad() { say "FAILED: $*"; fail=$((fail + 1)); }
 finish() {
 	say "$(($(date +%s) - t_start)) s"
+	# one row for the README's table (tools/compat-table.sh checks it there)
+	printf '%s\t%s\t%s\t%s\n' "Debian packages" "tools/deb-smoke.sh, $((pass + fail)) checks" \
+	    "$pass passed, $fail failed" "-" >"$top/build/deb/summary.tsv"
 	say "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 	exit

@@ -88,6 +88,7 @@ step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libe
 step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "redis Tcl suite units on ae_kqueue over kq (vs epoll)" bash -c "tests/clients/redis.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "lighttpd make check on its kqueue handler and stat cache over kq (vs linux-sysepoll)" bash -c "tests/clients/lighttpd.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "README compatibility table = this run's results" bash -c "tools/compat-table.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]

@@ -219,6 +219,9 @@ failed=$(wc -l <"$res/kqueue-only")
 } >"$work/lighttpd-results.tsv"
 say "make check, ${t_tests} s: kqueue (over kq) $kp passed, $kf failed (status $krc); linux-sysepoll $ep passed, $ef failed (status $erc)"
 [ -s "$res/kqueue-only" ] && sed 's/^/lighttpd: FAILING ON KQUEUE ONLY: /' "$res/kqueue-only"
+# one row for the README's table (tools/compat-table.sh checks it there)
+printf '%s\t%s\t%s\t%s\n' "lighttpd $ver" "make check: src/t and tests/*.t, $ep results" \
+    "$kp passed, $kf failed" "$ep passed, $ef failed" >"$work/lighttpd-summary.tsv"
 say "took $(($(date +%s) - t_start)) s; logs in $res"
 if [ "$failed" -gt 0 ]; then
 	say "FAILED: $failed test(s) fail on kqueue over kq but not on epoll"
