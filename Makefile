@@ -12,7 +12,7 @@
 #
 #   make check-fault     the fault-injection sweep (tests/fault-sweep.c)
 #
-# Variables: CC, CFLAGS, WERROR=1 (CI), SAN=asan|tsan (sanitizer build into
+# Variables: CC, CFLAGS, LDFLAGS (libkq.so and kqbench), WERROR=1 (CI), SAN=asan|tsan (sanitizer build into
 # build-asan/ or build-tsan/), SAN=fault (ASan+UBSan with -DKQ_FAULT, into
 # build-fault/: see src/fault.h), SAN=fuzz (clang, libFuzzer coverage + ASan
 # + UBSan, into build-fuzz/), SAN=cov (gcc --coverage and -DKQ_FAULT, whose
@@ -91,7 +91,7 @@ $(B)/obj/%.o: src/%.c $(LIB_HDRS)
 
 $(B)/libkq.so: $(LIB_OBJS) src/libkq.map
 	$(CC) -shared -Wl,-soname,libkq.so.$(SOVER) -Wl,--version-script=src/libkq.map \
-	    $(SANFLAGS) -o $@ $(LIB_OBJS) -lpthread
+	    $(SANFLAGS) $(LDFLAGS) -o $@ $(LIB_OBJS) -lpthread
 
 # The static archive holds one pre-linked object whose only global symbols
 # are the public API, so libkq's internals never clash with a program's.
@@ -165,7 +165,7 @@ fuzz:
 
 $(B)/kqbench: $(BENCH_SRCS) $(BENCH_HDRS) $(B)/libkq.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASECFLAGS) $(CFLAGS) -Ibench -o $@ $(BENCH_SRCS) $(B)/libkq.a -lpthread -lm
+	$(CC) $(BASECFLAGS) $(CFLAGS) -Ibench $(LDFLAGS) -o $@ $(BENCH_SRCS) $(B)/libkq.a -lpthread -lm
 
 bench: $(B)/kqbench
 

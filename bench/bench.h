@@ -496,11 +496,12 @@ extern const struct bench_scenario bench_timers;
 void headline_take(const struct bench_table *t);
 void headline_write(FILE *md, FILE *txt);
 
-/* clients.c: libevent's test/bench and nginx's requests/s figures, when
+/* clients.c: libevent's test/bench, nginx's and Redis's requests/s figures, when
  * tests/clients wrote them. */
 int clients_table(const char *outdir, struct bench_table *t);
 int clients_nginx_table(const char *outdir, struct bench_table *t);
 int clients_seed003_table(const char *outdir, struct bench_table *t);
+int clients_redis_table(const char *outdir, struct bench_table *t);
 
 /* plots.c: gnuplot SVGs of the TSVs in outdir, linked from report.md. */
 void bench_plots(const char *outdir, FILE *md);

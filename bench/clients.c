@@ -12,7 +12,14 @@
  * concurrency, requests, runs, kq_rps, epoll_rps, kq_over_epoll, kq_all,
  * epoll_all; the rates are medians over the runs).
  *
- * Contract: clients_table() and clients_nginx_table() fill *t from their
+ * And Redis's requests per second under redis-benchmark (PING, SET, GET),
+ * its ae_kqueue.c over kq against ae_epoll.c, as written by
+ * tests/clients/redis.sh to build/clients/redis-bench.tsv (columns: test,
+ * clients, requests, runs, kq_rps, epoll_rps, kq_over_epoll, kq_all,
+ * epoll_all).
+ *
+ * Contract: clients_table(), clients_nginx_table() and
+ * clients_redis_table() fill *t from their
  * file when it exists and return 1, else return 0 and kqbench says how to
  * produce it.  The figures are copied, never re-measured; the note gives
  * the file's date so a stale run is visible.  Runs in the driver process
@@ -91,29 +98,17 @@ clients_table(const char *outdir, struct bench_table *t)
 	return 1;
 }
 
-int
-clients_nginx_table(const char *outdir, struct bench_table *t)
+/*
+ * The rows of a requests/s TSV (tests/clients/nginx.sh, redis.sh: a header
+ * row, then first column, concurrency, requests, runs, kq_rps, epoll_rps,
+ * kq_over_epoll, kq_all, epoll_all) as two rows each, kq then epoll.
+ */
+static void
+rate_rows(FILE *f, struct bench_table *t)
 {
-	char path[4096], line[1024], date[64];
-	struct stat sb;
+	char line[1024];
 	int hdr = 1;
-	FILE *f;
 
-	memset(t, 0, sizeof(*t));
-	snprintf(t->name, sizeof(t->name), "nginx-bench");
-	snprintf(t->title, sizeof(t->title), "nginx-bench: nginx 1.22.1, "
-	    "requests/s of a 4 KiB static file, kqueue module over kq vs "
-	    "epoll");
-	clients_path(outdir, "KQBENCH_NGINX_TSV", "nginx-bench.tsv", path,
-	    sizeof(path));
-	if (stat(path, &sb) != 0 || !(f = fopen(path, "r"))) {
-		bt_note(t, "No figures: run `tests/clients/nginx.sh` (it "
-		    "builds nginx 1.22.1 with its kqueue module over kq and "
-		    "writes %s), then kqbench again.\n", path);
-		return 0;
-	}
-	bt_cols(t, "mode|concurrency|backend|requests/run|runs|"
-	    "req/s median|req/s every run|x epoll (req/s)");
 	while (fgets(line, sizeof(line), f)) {
 		char *v[9], *save = NULL, *tok;
 		int n = 0;
@@ -143,6 +138,31 @@ clients_nginx_table(const char *outdir, struct bench_table *t)
 			bt_set(t, r, 7, "%s", b ? "1.00" : v[6]);
 		}
 	}
+}
+
+int
+clients_nginx_table(const char *outdir, struct bench_table *t)
+{
+	char path[4096], date[64];
+	struct stat sb;
+	FILE *f;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "nginx-bench");
+	snprintf(t->title, sizeof(t->title), "nginx-bench: nginx 1.22.1, "
+	    "requests/s of a 4 KiB static file, kqueue module over kq vs "
+	    "epoll");
+	clients_path(outdir, "KQBENCH_NGINX_TSV", "nginx-bench.tsv", path,
+	    sizeof(path));
+	if (stat(path, &sb) != 0 || !(f = fopen(path, "r"))) {
+		bt_note(t, "No figures: run `tests/clients/nginx.sh` (it "
+		    "builds nginx 1.22.1 with its kqueue module over kq and "
+		    "writes %s), then kqbench again.\n", path);
+		return 0;
+	}
+	bt_cols(t, "mode|concurrency|backend|requests/run|runs|"
+	    "req/s median|req/s every run|x epoll (req/s)");
+	rate_rows(f, t);
 	fclose(f);
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z",
 	    localtime(&sb.st_mtime));
@@ -155,6 +175,43 @@ clients_nginx_table(const char *outdir, struct bench_table *t)
 	    "connection per request; each run lasts 2 s at most, the builds "
 	    "are taken in turn, the median run is shown. `x epoll` = kq / "
 	    "epoll requests per second, higher is better.\n", path, date);
+	return 1;
+}
+
+int
+clients_redis_table(const char *outdir, struct bench_table *t)
+{
+	char path[4096], date[64];
+	struct stat sb;
+	FILE *f;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "redis-bench");
+	snprintf(t->title, sizeof(t->title), "redis-bench: Redis 7.0.15, "
+	    "redis-benchmark requests/s, ae_kqueue.c over kq vs ae_epoll.c");
+	clients_path(outdir, "KQBENCH_REDIS_TSV", "redis-bench.tsv", path,
+	    sizeof(path));
+	if (stat(path, &sb) != 0 || !(f = fopen(path, "r"))) {
+		bt_note(t, "No figures: run `tests/clients/redis.sh` (it "
+		    "builds Redis 7.0.15 with its kqueue event loop over kq and "
+		    "writes %s), then kqbench again.\n", path);
+		return 0;
+	}
+	bt_cols(t, "test|clients|backend|requests/run|runs|"
+	    "req/s median|req/s every run|x epoll (req/s)");
+	rate_rows(f, t);
+	fclose(f);
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z",
+	    localtime(&sb.st_mtime));
+	bt_note(t, "Copied from %s (written %s by tests/clients/redis.sh, "
+	    "not by this kqbench run). Redis 7.0.15 (Debian's source); rows "
+	    "`kq`: redis-server with ae_kqueue.c linked with kq "
+	    "(tests/clients/redis-kqueue.patch selects it on Linux), rows "
+	    "`epoll`: the same source unmodified (ae_epoll.c). Load from "
+	    "redis-benchmark (the epoll build's) on the same machine, "
+	    "against each server in turn; the median run is shown. `x epoll` "
+	    "= kq / epoll requests per second, higher is better.\n", path,
+	    date);
 	return 1;
 }
 

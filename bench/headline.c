@@ -83,6 +83,8 @@ static const struct hl_spec specs[] = {
 	    NULL, NULL, NULL },
 	{ "nginx-bench", "x epoll (req/s)", "nginx static 4 KiB, requests per s "
 	    "(higher wins)", NULL, NULL, NULL },
+	{ "redis-bench", "x epoll (req/s)", "redis-benchmark, requests per s "
+	    "(higher wins)", NULL, NULL, NULL },
 };
 
 static int

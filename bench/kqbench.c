@@ -465,6 +465,13 @@ main(int argc, char **argv)
 				    ct.name, strerror(errno));
 		} else
 			fprintf(md, "\n%s", ct.notes);
+		fprintf(md, "\n## redis-bench\n");
+		if (clients_redis_table(o.outdir, &ct)) {
+			print_table(stdout, &ct);
+			headline_take(&ct);
+			md_table(md, &ct);
+		} else
+			fprintf(md, "\n%s", ct.notes);
 	}
 	bench_plots(o.outdir, md);
 	fclose(md);

@@ -1,14 +1,20 @@
 #!/bin/bash
 # Build kq and run every test: the plain build, ASan+UBSan (all tests),
 # TSan (concurrency tests), the man page lint, and an install smoke test
-# (pkg-config and CMake find_package), and libevent's regression suite on
-# its kqueue and its evport backends over kq (tests/clients/libevent.sh:
-# Debian's libevent source via apt, its epoll backend as baseline), a
-# smoke program on libev 4.33's port and kqueue backends
-# (tests/clients/libev.sh), nginx's kqueue module over
+# (pkg-config and CMake find_package), the Debian packages (tools/deb-smoke.sh:
+# dpkg-buildpackage, lintian, apt-get install, a program built with
+# pkg-config and with CMake, purge leaving /usr as it was), and libevent's
+# regression suite on its kqueue and its evport backends over kq
+# (tests/clients/libevent.sh: Debian's libevent source via apt, its epoll
+# backend as baseline), a smoke program on libev 4.33's port and kqueue
+# backends (tests/clients/libev.sh), nginx's kqueue module over
 # kq smoke-tested beside its epoll build (tests/clients/nginx.sh: Debian's
 # nginx source via apt; static files, proxies, refused upstreams, UDP,
-# resolver; about 3 minutes), and the differential test
+# resolver; about 3 minutes), 48 units of Redis's Tcl suite on its
+# ae_kqueue.c over kq beside ae_epoll.c (tests/clients/redis.sh: Debian's
+# redis source via apt; about 4 minutes), lighttpd's make check on its
+# kqueue handler and kqueue stat cache over kq beside linux-sysepoll
+# (tests/clients/lighttpd.sh; about 1 minute), and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
@@ -81,10 +87,14 @@ step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP='a9_kq_churn a14_close_
 step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
+step "Debian packages: build, lintian, apt install, pkg-config + cmake, purge" bash -c "tools/deb-smoke.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "libevent regress on kqueue over kq (vs epoll)" bash -c "tests/clients/libevent.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "libevent regress on evport (event ports) over kq (vs epoll)" bash -c "tests/clients/libevent.sh evport </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "libev smoke on its port and kqueue backends over kq (vs epoll)" bash -c "tests/clients/libev.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "redis Tcl suite units on ae_kqueue over kq (vs epoll)" bash -c "tests/clients/redis.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "lighttpd make check on its kqueue handler and stat cache over kq (vs linux-sysepoll)" bash -c "tests/clients/lighttpd.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "README compatibility table = this run's results" bash -c "tools/compat-table.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
