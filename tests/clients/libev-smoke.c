@@ -8,6 +8,8 @@
  *   io		200 rounds of write / readable callback / read on a pipe
  *		(an event port re-associates the descriptor every round)
  *   io-two	two watchers (read and write) on a socketpair end
+ *   eof		a read watcher on a pipe whose writer closes fires, and
+ *		read() returns 0 (end of file)
  *   timer	a 20 ms one-shot timer fires once, not before 20 ms
  *   periodic	a 5 ms repeating timer fires 5 times
  *   signal	an ev_signal sees a raised SIGUSR1
@@ -15,9 +17,14 @@
  *   child	an ev_child sees a child's exit status 7
  *   fork	after fork() and ev_loop_fork() the child's loop still
  *		delivers io and timer events, and the parent's too
+ * Then a ring benchmark (not a check): RING_PIPES pipes in a ring, one
+ * read watcher each, one token passed from pipe to pipe RING_HOPS times;
+ * printed as "ring: N pipes, H hops, X us/hop" (libev.sh puts the backends
+ * side by side).
  * Exits 0 when every check passed.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +33,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <ev.h>
 
 static int failures;
@@ -301,6 +309,95 @@ check_child(struct ev_loop *loop)
 	    WEXITSTATUS(child_status) == 7, "exit status 7 not seen");
 }
 
+/* ---- end of file ---- */
+
+static int eof_seen;
+
+static void
+eof_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	char c;
+
+	(void)revents;
+	eof_seen = read(w->fd, &c, 1) == 0;
+	ev_io_stop(loop, w);
+}
+
+static void
+check_eof(struct ev_loop *loop)
+{
+	int p[2];
+	ev_io w;
+
+	eof_seen = 0;
+	if (pipe(p) != 0) {
+		result("eof", 0, strerror(errno));
+		return;
+	}
+	ev_io_init(&w, eof_cb, p[0], EV_READ);
+	ev_io_start(loop, &w);
+	close(p[1]);
+	run_guarded(loop);
+	ev_io_stop(loop, &w);
+	close(p[0]);
+	result("eof", eof_seen, "no readable end of file");
+}
+
+/* ---- ring benchmark ---- */
+
+#define RING_PIPES	100
+#define RING_HOPS	20000
+
+static int ring_fd[RING_PIPES][2], ring_hops;
+
+static void
+ring_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	int i = (int)(intptr_t)w->data;
+	char c;
+
+	(void)revents;
+	if (read(w->fd, &c, 1) != 1)
+		return;
+	if (++ring_hops == RING_HOPS) {
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	if (write(ring_fd[(i + 1) % RING_PIPES][1], &c, 1) != 1)
+		ev_break(loop, EVBREAK_ALL);
+}
+
+static void
+ring_bench(struct ev_loop *loop)
+{
+	static ev_io w[RING_PIPES];
+	struct timespec t0, t1;
+	int i, n = 0;
+	double us;
+
+	for (i = 0; i < RING_PIPES; i++, n++) {
+		if (pipe(ring_fd[i]) != 0)
+			break;
+		ev_io_init(&w[i], ring_cb, ring_fd[i][0], EV_READ);
+		w[i].data = (void *)(intptr_t)i;
+		ev_io_start(loop, &w[i]);
+	}
+	ring_hops = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (n == RING_PIPES && write(ring_fd[0][1], "t", 1) == 1)
+		run_guarded(loop);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) /
+	    (ring_hops ? ring_hops : 1);
+	printf("ring: %d pipes, %d hops, %.2f us/hop\n", n, ring_hops, us);
+	for (i = 0; i < n; i++) {
+		ev_io_stop(loop, &w[i]);
+		close(ring_fd[i][0]);
+		close(ring_fd[i][1]);
+	}
+}
+
 /* ---- fork ---- */
 
 static void
@@ -366,11 +463,13 @@ main(int argc, char **argv)
 	result("backend", ev_backend(loop) == want, why);
 	check_io(loop, "io");
 	check_io_two(loop);
+	check_eof(loop);
 	check_timers(loop);
 	check_signal(loop);
 	check_async(loop);
 	check_child(loop);
 	check_fork(loop);
+	ring_bench(loop);
 	printf("%s: %d failed\n", backend_name(ev_backend(loop)), failures);
 	return failures == 0 ? 0 : 1;
 }

@@ -2,8 +2,9 @@
 # libev 4.33 (Debian bookworm's source, unmodified) on kq: its event-port
 # backend over kq's <port.h> and its kqueue backend over <sys/event.h>,
 # with epoll as baseline, through a smoke program (tests/clients/
-# libev-smoke.c: io, two watchers on a descriptor, timers, signals, async,
-# child, fork).
+# libev-smoke.c: io, two watchers on a descriptor, end of file, timers,
+# signals, async, child, fork) and a ring benchmark (one token around 100
+# pipes, microseconds per hop on each backend, with the ratio to epoll).
 #
 #   tests/clients/libev.sh        (as root on Debian 12; CI runs it)
 #
@@ -108,6 +109,14 @@ for c in $checks; do
 			failed=$((failed + 1))
 		fi
 	done
+done
+# The ring benchmark: microseconds per hop on each backend, and the ratio
+# of epoll's to each kq backend's (higher is better for kq).
+ep_us=$(sed -n 's/^ring: .* \([0-9.]*\) us\/hop$/\1/p' "$work/libev-smoke.epoll.out")
+for name in port kqueue epoll; do
+	us=$(sed -n 's/^ring: .* \([0-9.]*\) us\/hop$/\1/p' "$work/libev-smoke.$name.out")
+	ratio=$(awk -v a="${ep_us:-0}" -v b="${us:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')
+	say "ring benchmark (100 pipes, one token, 20000 hops): $name ${us:--} us/hop, x epoll $ratio"
 done
 say "$passed passed, $failed failed"
 done_ok=1
