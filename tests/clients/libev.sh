@@ -26,27 +26,16 @@ work=${KQ_CLIENT_DIR:-$top/build/clients}
 jobs=${JOBS:-2}
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 
-say() { echo "libev: $*"; }
-trap 'rc=$?; if [ $rc -ne 0 ] && [ -z "${done_ok:-}" ]; then
-	say "FAILED (set-up or script error, status $rc; logs in $work)"
-	say "0 passed, 1 failed"; fi' EXIT
-die() { say "$*" >&2; exit 1; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+# shellcheck source=tests/clients/common.sh
+. tests/clients/common.sh
+client_init libev
 
 mkdir -p "$work/dl-libev"
 work=$(cd "$work" && pwd)
 dsc=$(ls "$work"/dl-libev/libev_4.33-*.dsc 2>/dev/null | tail -1 || true)
 if [ -z "$dsc" ]; then
 	if ! apt-cache showsrc libev 2>/dev/null | grep -q '^Version: 1:4\.33'; then
-		srcfile=/etc/apt/sources.list.d/kq-deb-src-bookworm.sources
-		[ -e "$srcfile" ] || as_root tee "$srcfile" >/dev/null <<'EOF'
-# Added by kq's tests/clients/libev.sh: source packages for bookworm main.
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
+		client_enable_deb_src
 		as_root apt-get update -qq
 	fi
 	say "apt-get source libev/bookworm"

@@ -66,45 +66,16 @@ t_start=$(date +%s)
 export DEBIAN_FRONTEND=noninteractive
 export LC_ALL=C
 
-say() { echo "$tag: $*"; }
-# A failure of the set-up (apt, build, configure checks) is one failed step.
-trap 'rc=$?; if [ $rc -ne 0 ] && [ -z "${done_ok:-}" ]; then
-	say "FAILED (set-up or script error, status $rc; logs in $work)"
-	say "0 passed, 1 failed"; fi' EXIT
-die() { say "$*" >&2; exit 1; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+# shellcheck source=tests/clients/common.sh
+. tests/clients/common.sh
+client_init "$tag"
 
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 
 # --- 1. apt: deb-src, build dependencies, source -------------------------
 deps="gcc make pkg-config dpkg-dev libssl-dev zlib1g-dev python3"
-srcfile=/etc/apt/sources.list.d/kq-deb-src-bookworm.sources
-have_deb_src() {
-	grep -rqsE '^[[:space:]]*deb-src[[:space:]].*[[:space:]]bookworm[[:space:]]' \
-	    /etc/apt/sources.list /etc/apt/sources.list.d/*.list && return 0
-	# deb822: a stanza whose Types has deb-src and whose Suites has bookworm
-	awk 'BEGIN { RS = ""; found = 1 }
-	     /(^|\n)Types:[^\n]*deb-src/ && /(^|\n)Suites:[^\n]*bookworm([ \t\n]|$)/ { found = 0 }
-	     END { exit found }' /etc/apt/sources.list.d/*.sources 2>/dev/null
-}
-if ! have_deb_src; then
-	say "enabling deb-src for bookworm main in $srcfile"
-	as_root tee "$srcfile" >/dev/null <<'EOF'
-# Added by kq's tests/clients/libevent.sh: source packages for bookworm main.
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-	need_update=1
-fi
-missing=""
-for p in $deps; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
-	    missing="$missing $p"
-done
+client_apt_check "$deps"
 if [ -n "${need_update:-}" ] || [ -n "$missing" ] ||
     ! apt-cache showsrc libevent 2>/dev/null | grep -q '^Version: 2\.1\.12-stable'; then
 	say "apt-get update"

@@ -84,43 +84,16 @@ units=${REDIS_UNITS:-"unit/printver unit/protocol unit/networking unit/quit
     integration/aof integration/rdb integration/shutdown integration/logging
     integration/redis-cli integration/redis-benchmark"}
 
-say() { echo "redis: $*"; }
-trap 'rc=$?; if [ $rc -ne 0 ] && [ -z "${done_ok:-}" ]; then
-	say "FAILED (set-up or script error, status $rc; logs in $work)"
-	say "0 passed, 1 failed"; fi' EXIT
-die() { say "$*" >&2; exit 1; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+# shellcheck source=tests/clients/common.sh
+. tests/clients/common.sh
+client_init redis
 
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 
 # --- 1. apt: deb-src, build dependencies, source -------------------------
 deps="gcc make pkg-config dpkg-dev patch tcl"
-srcfile=/etc/apt/sources.list.d/kq-deb-src-bookworm.sources
-have_deb_src() {
-	grep -rqsE '^[[:space:]]*deb-src[[:space:]].*[[:space:]]bookworm[[:space:]]' \
-	    /etc/apt/sources.list /etc/apt/sources.list.d/*.list && return 0
-	awk 'BEGIN { RS = ""; found = 1 }
-	     /(^|\n)Types:[^\n]*deb-src/ && /(^|\n)Suites:[^\n]*bookworm([ \t\n]|$)/ { found = 0 }
-	     END { exit found }' /etc/apt/sources.list.d/*.sources 2>/dev/null
-}
-if ! have_deb_src; then
-	say "enabling deb-src for bookworm main in $srcfile"
-	as_root tee "$srcfile" >/dev/null <<'EOF'
-# Added by kq's tests/clients (libevent.sh, nginx.sh, redis.sh, lighttpd.sh): source packages for bookworm main.
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-	need_update=1
-fi
-missing=""
-for p in $deps; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
-	    missing="$missing $p"
-done
+client_apt_check "$deps"
 mkdir -p "$work/dl"
 dsc=$(ls "$work"/dl/redis_*"$ver"-*.dsc 2>/dev/null | tail -1 || true)
 if [ -n "${need_update:-}" ] || [ -n "$missing" ] || { [ -z "$dsc" ] &&
