@@ -543,13 +543,26 @@ pt_libc(const char *name, void *self)
 	return f == self ? NULL : f;
 }
 
-#define PT_LIBC(name, type)						\
+/*
+ * Return the C library's function name (of type type) called with the
+ * remaining arguments: every timer that is not a port timer is libc's.
+ * ENOSYS only where the C library has no such function to hand it to (a
+ * statically linked program: RTLD_NEXT finds nothing).
+ */
+#define PT_LIBC_CALL(name, type, ...) do {				\
 	static _Atomic(type) real;					\
 	type fn = atomic_load_explicit(&real, memory_order_relaxed);	\
+									\
 	if (fn == NULL) {						\
 		fn = (type)pt_libc(#name, (void *)name);		\
 		atomic_store_explicit(&real, fn, memory_order_relaxed);	\
-	}
+	}								\
+	if (fn == NULL) {						\
+		errno = ENOSYS;						\
+		return -1;						\
+	}								\
+	return fn(__VA_ARGS__);						\
+} while (0)
 
 typedef int (*tcreate_f)(clockid_t, struct sigevent *, timer_t *);
 typedef int (*tset_f)(timer_t, int, const struct itimerspec *,
@@ -635,14 +648,7 @@ timer_create(clockid_t clock, struct sigevent *sev, timer_t *tid)
 		}
 		return 0;
 	}
-	{
-		PT_LIBC(timer_create, tcreate_f)
-		if (fn == NULL) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return fn(clock, sev, tid);
-	}
+	PT_LIBC_CALL(timer_create, tcreate_f, clock, sev, tid);
 }
 
 KQ_EXPORT int
@@ -661,14 +667,7 @@ timer_settime(timer_t tid, int flags, const struct itimerspec *val,
 		return timerfd_settime(fd, (flags & TIMER_ABSTIME) ?
 		    TFD_TIMER_ABSTIME : 0, val, old);
 	}
-	{
-		PT_LIBC(timer_settime, tset_f)
-		if (fn == NULL) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return fn(tid, flags, val, old);
-	}
+	PT_LIBC_CALL(timer_settime, tset_f, tid, flags, val, old);
 }
 
 KQ_EXPORT int
@@ -685,14 +684,7 @@ timer_gettime(timer_t tid, struct itimerspec *cur)
 		}
 		return timerfd_gettime(fd, cur);
 	}
-	{
-		PT_LIBC(timer_gettime, tget_f)
-		if (fn == NULL) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return fn(tid, cur);
-	}
+	PT_LIBC_CALL(timer_gettime, tget_f, tid, cur);
 }
 
 KQ_EXPORT int
@@ -700,14 +692,7 @@ timer_getoverrun(timer_t tid)
 {
 	if (pt_of(tid) != NULL)
 		return 0;	/* the count is in portev_events */
-	{
-		PT_LIBC(timer_getoverrun, tid_f)
-		if (fn == NULL) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return fn(tid);
-	}
+	PT_LIBC_CALL(timer_getoverrun, tid_f, tid);
 }
 
 KQ_EXPORT int
@@ -739,14 +724,7 @@ timer_delete(timer_t tid)
 		pthread_mutex_unlock(&pt_lock);
 		return 0;
 	}
-	{
-		PT_LIBC(timer_delete, tid_f)
-		if (fn == NULL) {
-			errno = ENOSYS;
-			return -1;
-		}
-		return fn(tid);
-	}
+	PT_LIBC_CALL(timer_delete, tid_f, tid);
 }
 
 /* ---- the front end ---- */
