@@ -39,6 +39,13 @@
 
 #define R_KIND(r)	(((r) & R_KINDMASK) >> R_KINDSHIFT)
 
+/* Is descriptor kind k a socket of some sort? */
+static inline int
+k_is_socket(int k)
+{
+	return k == K_SOCK || k == K_DGRAM || k == K_UDGRAM || k == K_LISTEN;
+}
+
 int	fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force);
 void	fdreg_set(struct kqueue *kq, int fd, uint32_t reg);
 int	fdreg_attach(struct kqueue *kq, struct knote *kn);

@@ -210,9 +210,7 @@ dgram_total(int fd, int unix_domain)
 static uint32_t
 sock_eof_error(struct kqueue *kq, struct knote *kn, uint32_t mask)
 {
-	int k = fd_kind(kq, kn);
-
-	if (k != K_SOCK && k != K_DGRAM && k != K_UDGRAM && k != K_LISTEN)
+	if (!k_is_socket(fd_kind(kq, kn)))
 		return 0;
 	return (uint32_t)kq_sockerr((int)kn->kn_ident,
 	    (mask & EPOLLERR) != 0);
@@ -367,8 +365,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		}
 		data = n;
 		/* A datagram socket: every queued datagram's payload. */
-		if (R_KIND(kn->kn_reg) != K_PIPE &&
-		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM) &&
+		if (((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM) &&
 		    (data = dgram_total(fd, k == K_UDGRAM)) < 0)
 			data = n;
 	} else if (r == -EBADF)
@@ -378,8 +375,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		if (stale && (r = read_repoll(fd, &hint, &eof)) <= 0)
 			return r;
 		k = fd_kind(kq, kn);
-		if (k == K_SOCK || k == K_DGRAM || k == K_UDGRAM ||
-		    k == K_LISTEN)
+		if (k_is_socket(k))
 			data = listen_backlog(fd);
 		else if (k == K_EVENTFD)
 			data = eventfd_count(fd);

@@ -412,7 +412,8 @@ kq_prefetch_nread(const struct epoll_event *e)
 /*
  * Pass B: translate one epoll event.  Returns the kevents written.
  * stale: the event may predate a change of its registration (kq_ev_stale);
- * nread: kq_prefetch_nread()'s count for a fresh event, or INT_MIN.
+ * nread: kq_prefetch_nread()'s count, used only if the event is not stale,
+ * or INT_MIN.
  */
 static int
 kq_translate(struct kqueue *kq, const struct epoll_event *e,
@@ -420,6 +421,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 {
 	struct knote *kn, *next, *chain;
 	int fd, k = 0, fired;
+	uint32_t hint;
 
 	if (e->data.u64 & KQ_SRCKEY) {
 		kq_src_dispatch(kq, e->data.u64, e->events);
@@ -474,15 +476,17 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		 * verifies what it uses itself (KQ_HINT_STALE): a byte
 		 * count proves readability without a second look.
 		 */
-		if (kn->kn_filter == EVFILT_READ && nread != INT_MIN &&
-		    !stale) {
-			out[k].data = nread;
-			r = fop->f_event(kq, kn, e->events | KQ_HINT_NREAD,
-			    &out[k]);
-		} else
-			r = fop->f_event(kq, kn, !stale ? e->events :
-			    kn->kn_filter == EVFILT_READ ?
-			    e->events | KQ_HINT_STALE : 0, &out[k]);
+		hint = e->events;
+		if (kn->kn_filter == EVFILT_READ) {
+			if (stale)
+				hint |= KQ_HINT_STALE;
+			else if (nread != INT_MIN) {
+				out[k].data = nread;
+				hint |= KQ_HINT_NREAD;
+			}
+		} else if (stale)
+			hint = 0;
+		r = fop->f_event(kq, kn, hint, &out[k]);
 		if (r == KN_EVDROP) {
 			knote_drop(kq, kn);
 			continue;
@@ -880,8 +884,10 @@ wait:
 		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
 		r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
 		e = errno;
+		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)
-			nread[i] = kq_prefetch_nread(&ev[i]);
+			nread[i] = kq->kq_port ? INT_MIN :
+			    kq_prefetch_nread(&ev[i]);
 		KQ_LOCK(kq);
 		if (kq->kq_dead) {
 			/* Closed while we slept: pass the wake-up on. */
@@ -898,7 +904,7 @@ wait:
 		for (i = 0; i < r; i++) {
 			stale = kq_ev_stale(kq, &ev[i], seq);
 			n += kq_translate(kq, &ev[i], out + n, nevents - n,
-			    stale, stale ? INT_MIN : nread[i]);
+			    stale, nread[i]);
 		}
 		if (n > 0) {
 			/* A full batch: more may be ready; top up. */
