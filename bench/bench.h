@@ -477,6 +477,14 @@ struct bench_scenario {
 	 * a tracer (see syscalls): args are the words after the option.
 	 */
 	int	  (*fixed)(int argc, char **argv);
+	/*
+	 * Optional: run by the driver before the scenario's child, with no
+	 * time limit of the driver's (it bounds itself): fetch or build what
+	 * the scenario needs.  Returns 0, or -1 after printing why.
+	 */
+	int	  (*prepare)(const struct bench_opts *o);
+	/* Time limits of the scenario's child in seconds; 0: the default. */
+	unsigned  limit_quick, limit_full;
 };
 
 extern const struct bench_scenario bench_ring;
@@ -491,6 +499,7 @@ extern const struct bench_scenario bench_chain;
 extern const struct bench_scenario bench_prefork;
 extern const struct bench_scenario bench_threads;
 extern const struct bench_scenario bench_timers;
+extern const struct bench_scenario bench_httpd;
 
 /* headline.c: the headline table, built from the scenarios' tables. */
 void headline_take(const struct bench_table *t);

@@ -32,6 +32,7 @@ static const struct bench_scenario *const registry[] = {
 	&bench_prefork,
 	&bench_threads,
 	&bench_timers,
+	&bench_httpd,
 };
 #define NSCEN	((int)(sizeof(registry) / sizeof(registry[0])))
 
@@ -220,7 +221,15 @@ run_isolated(const struct bench_scenario *s, const struct bench_opts *o,
 	pid_t pid;
 	int st;
 
+	if (o->quick && s->limit_quick)
+		limit = s->limit_quick;
+	if (!o->quick && s->limit_full)
+		limit = s->limit_full;
 	why[0] = '\0';
+	if (s->prepare && s->prepare(o) != 0) {
+		snprintf(why, whylen, "preparation failed");
+		return -1;
+	}
 	fflush(NULL);
 	if ((pid = fork()) < 0) {
 		snprintf(why, whylen, "fork: %s", strerror(errno));

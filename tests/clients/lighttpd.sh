@@ -7,6 +7,7 @@
 #
 #   tests/clients/lighttpd.sh            (as root on Debian 12; CI runs it)
 #
+# 1.-2. (tests/clients/lighttpd-build.sh, shared with bench/httpd-setup.sh)
 # 1. Enables deb-src for bookworm main (as libevent.sh does), installs what
 #    it needs with apt-get (compiler, dpkg-dev, perl, libpcre2-dev,
 #    zlib1g-dev) and fetches the source with `apt-get source`.  Nothing
@@ -65,71 +66,10 @@ client_init lighttpd
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 
-# --- 1. apt: deb-src, build dependencies, source -------------------------
-deps="gcc make pkg-config dpkg-dev perl libpcre2-dev zlib1g-dev"
-client_apt_check "$deps"
-mkdir -p "$work/dl"
-dsc=$(ls "$work"/dl/lighttpd_"$ver"-*.dsc 2>/dev/null | tail -1 || true)
-if [ -n "${need_update:-}" ] || [ -n "$missing" ] || { [ -z "$dsc" ] &&
-    ! apt-cache showsrc lighttpd 2>/dev/null | grep -q "^Version: $ver-"; }; then
-	say "apt-get update"
-	as_root apt-get update -qq
-fi
-if [ -n "$missing" ]; then
-	say "installing:$missing"
-	as_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
-if [ -z "$dsc" ]; then
-	say "apt-get source lighttpd/bookworm"
-	(cd "$work/dl" && apt-get source -qq --download-only lighttpd/bookworm) ||
-	    die "apt-get source lighttpd failed"
-	dsc=$(ls "$work"/dl/lighttpd_"$ver"-*.dsc 2>/dev/null | tail -1 || true)
-	[ -n "$dsc" ] || die "no lighttpd $ver source package from apt"
-fi
-say "source: $(basename "$dsc") (Debian's patches applied)"
-src=$work/lighttpd-$ver
-rm -rf "$src" "$src-kqueue" "$src-epoll"
-dpkg-source -q --no-check -x "$dsc" "$src" >/dev/null 2>&1 ||
-    die "dpkg-source -x failed"
-cp -a "$src" "$src-epoll"
-mv "$src" "$src-kqueue"
-
-# --- 2. kq into a scratch prefix; lighttpd built twice ----------------------
-prefix=$work/kq-prefix
-say "installing kq into $prefix"
-make -s -j"$jobs" lib >/dev/null
-rm -rf "$prefix"
-make -s install PREFIX="$prefix" >/dev/null
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-kq_cflags=$(pkg-config --cflags kq)
-kq_ldflags="$(pkg-config --libs-only-L kq) -Wl,-rpath,$(pkg-config --variable=libdir kq) -Wl,--no-as-needed $(pkg-config --libs-only-l kq)"
-t_build=$(date +%s)
-for b in kqueue epoll; do
-	set -- --disable-dependency-tracking --disable-static --with-pcre2 --with-zlib
-	[ $b = kqueue ] && set -- "$@" CPPFLAGS="$kq_cflags" LDFLAGS="$kq_ldflags"
-	say "configure ($b)$([ $b = kqueue ] && echo ": CPPFLAGS='$kq_cflags' LDFLAGS='$kq_ldflags'")"
-	(cd "$src-$b" && ./configure "$@") >"$work/lighttpd-$b-configure.log" 2>&1 ||
-	    die "configure ($b) failed, see $work/lighttpd-$b-configure.log"
-	say "building lighttpd ($b, make -j$jobs)"
-	make -C "$src-$b" -j"$jobs" >"$work/lighttpd-$b-make.log" 2>&1 ||
-	    die "make ($b) failed, see $work/lighttpd-$b-make.log"
-done
-t_build=$(($(date +%s) - t_build))
-kh=$src-kqueue/config.h eh=$src-epoll/config.h
-for d in HAVE_SYS_EVENT_H HAVE_KQUEUE; do
-	grep -q "^#define $d 1" "$kh" || die "kqueue build: config.h lacks $d"
-	grep -q "^#define $d 1" "$eh" && die "epoll build: config.h has $d"
-done
-kbin=$src-kqueue/src/lighttpd ebin=$src-epoll/src/lighttpd
-# libtool wrappers: the real binaries are in src/.libs when shared modules
-[ -x "$src-kqueue/src/.libs/lighttpd" ] && kreal=$src-kqueue/src/.libs/lighttpd || kreal=$kbin
-[ -x "$src-epoll/src/.libs/lighttpd" ] && ereal=$src-epoll/src/.libs/lighttpd || ereal=$ebin
-ldd "$kreal" | grep -q "libkq\.so.* => $prefix/lib/" || die "lighttpd (kqueue) does not load libkq.so from $prefix"
-ldd "$ereal" | grep -q libkq && die "lighttpd (epoll) loads libkq"
-"$kbin" -V 2>&1 | grep -q '+ kqueue' || die "lighttpd (kqueue) -V does not list kqueue"
-"$kbin" -V 2>&1 | grep -E '^\s*\+ (kqueue|linux-sysepoll)' | sed 's/^/lighttpd: -V (kqueue build): /'
-"$ebin" -V 2>&1 | grep -q '+ kqueue' && die "lighttpd (epoll) -V lists kqueue"
-say "built in ${t_build} s: config.h HAVE_SYS_EVENT_H HAVE_KQUEUE (kqueue handler, kqueue stat cache), libkq.so from $prefix; epoll build without"
+# --- 1.-2. source from apt, kq into a scratch prefix, both builds ----------
+# shellcheck source=tests/clients/lighttpd-build.sh
+. tests/clients/lighttpd-build.sh
+lighttpd_build kqueue epoll
 
 res=$work/lighttpd-results
 rm -rf "$res"
