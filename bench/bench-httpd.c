@@ -381,19 +381,25 @@ ht_probe(int port)
 	}
 }
 
-/* CPU ns of one ioctl(FIONREAD) on a TCP socket with bytes queued. */
-static double
-ht_fionread_ns(void)
+/*
+ * CPU ns of the system calls kq adds to an EVFILT_READ event on a TCP
+ * socket, measured here: ioctl(FIONREAD) on a connected socket with bytes
+ * queued (cost[0]), the same ioctl on a listening socket, where it fails
+ * with EINVAL (cost[1]), and getsockopt(TCP_INFO) on a listening socket,
+ * which gives kq the listen queue length for `data` (cost[2]).
+ */
+static void
+ht_syscall_ns(double cost[3])
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c = -1, a = -1;
-	double ns = 0.0;
 	char buf[100] = { 0 };
 
+	cost[0] = cost[1] = cost[2] = 0.0;
 	if (l < 0)
-		return 0.0;
+		return;
 	if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    listen(l, 1) == 0 &&
 	    getsockname(l, (struct sockaddr *)&sa, &sl) == 0 &&
@@ -401,26 +407,35 @@ ht_fionread_ns(void)
 	    connect(c, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    (a = accept4(l, NULL, NULL, SOCK_CLOEXEC)) >= 0 &&
 	    write(c, buf, sizeof(buf)) == (ssize_t)sizeof(buf)) {
-		double v[5];
-		int n;
-
 		usleep(1000);
-		for (int r = 0; r < 5; r++) {
-			uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		for (int k = 0; k < 3; k++) {
+			double v[5];
 
-			for (int i = 0; i < 20000; i++)
-				ioctl(a, FIONREAD, &n);
-			v[r] = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0) /
-			    20000.0;
+			for (int r = 0; r < 5; r++) {
+				uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+				uint64_t ti[32];
+				socklen_t tl;
+				int n;
+
+				for (int i = 0; i < 20000; i++)
+					if (k < 2)
+						(void)ioctl(k ? l : a, FIONREAD, &n);
+					else {
+						tl = sizeof(ti);
+						(void)getsockopt(l, IPPROTO_TCP,
+						    TCP_INFO, ti, &tl);
+					}
+				v[r] = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) -
+				    t0) / 20000.0;
+			}
+			cost[k] = median(v, 5);
 		}
-		ns = median(v, 5);
 	}
 	if (a >= 0)
 		close(a);
 	if (c >= 0)
 		close(c);
 	close(l);
-	return ns;
 }
 
 /* ---- the holder of idle connections --------------------------------------- */
@@ -752,28 +767,51 @@ ht_httperf(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
 	return 0;
 }
 
+/* System calls per reply, by name, from one run under strace -c. */
+#define HT_MAXSYS	48
+struct ht_sys {
+	double	 total;		/* all calls per reply; -1: not counted */
+	int	 n;
+	char	 name[HT_MAXSYS][24];
+	double	 per[HT_MAXSYS];
+};
+
+static double
+sys_per(const struct ht_sys *y, const char *name)
+{
+	for (int i = 0; i < y->n; i++)
+		if (strcmp(y->name[i], name) == 0)
+			return y->per[i];
+	return 0.0;
+}
+
 /*
- * System calls and ioctls per reply: one run with `strace -c -f -p` attached
- * to the server (not timed).  Fills sc/io (-1 when strace is unavailable).
+ * One more run with `strace -c -f -p` attached to the server (not timed:
+ * strace slows every system call), its summary kept as
+ * strace-<handler>-<tag>.out.  y->total is -1 when strace is unavailable
+ * or cannot attach.
  */
 static void
 ht_count(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
-    double *sc, double *io)
+    const char *tag, struct ht_sys *y)
 {
 	char pid[16], out[4200], log[4200], line[256];
 	char *argv[] = { "strace", "-f", "-c", "-U", "calls,name", "-o", out,
 	    "-p", pid, NULL };
 	struct ht_run r;
-	long total = 0, ioctls = 0;
+	long total = 0;
 	uint64_t end;
 	pid_t st;
 	FILE *f;
 	int ok = 0;
 
-	*sc = *io = -1.0;
+	memset(y, 0, sizeof(*y));
+	y->total = -1.0;
 	snprintf(pid, sizeof(pid), "%d", (int)s->pid);
-	snprintf(out, sizeof(out), "%s/strace-%s.out", c->dir, s->handler);
-	snprintf(log, sizeof(log), "%s/strace-%s.log", c->dir, s->handler);
+	if (ht_fmt(out, sizeof(out), "%s/strace-%s-%s.out", c->dir, s->handler,
+	    tag) < 0 || ht_fmt(log, sizeof(log), "%s/strace-%s.log", c->dir,
+	    s->handler) < 0)
+		return;
 	unlink(out);
 	if ((st = ht_spawn(argv, log, NULL)) < 0)
 		return;
@@ -788,6 +826,8 @@ ht_count(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
 		usleep(5000);
 	}
 	if (!ok) {
+		progress("httpd: strace could not attach to lighttpd (%s), "
+		    "see %s\n", s->handler, log);
 		ht_wait(st, 0, NULL);
 		return;
 	}
@@ -805,14 +845,14 @@ ht_count(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
 			continue;
 		if (strcmp(name, "total") == 0)
 			total = calls;
-		else if (strcmp(name, "ioctl") == 0)
-			ioctls = calls;
+		else if (y->n < HT_MAXSYS) {
+			snprintf(y->name[y->n], sizeof(y->name[0]), "%.23s", name);
+			y->per[y->n++] = (double)calls / (double)r.replies;
+		}
 	}
 	fclose(f);
-	if (total > 0) {
-		*sc = (double)total / (double)r.replies;
-		*io = (double)ioctls / (double)r.replies;
-	}
+	if (total > 0)
+		y->total = (double)total / (double)r.replies;
 }
 
 /* ---- the sweep ----------------------------------------------------------- */
@@ -823,7 +863,7 @@ struct ht_cell {
 	int	 nrun;
 	double	 pool[HT_POOL];
 	int	 npool;
-	double	 sc, io;
+	struct ht_sys sys;
 };
 
 static struct ht_cell *
@@ -968,7 +1008,7 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 	int sizes[HT_MAXN], nsizes, rates[HT_MAXRATES], nrates, rc = -1;
 	struct ht_cell *cells;
 	struct bench_table *t, *tr;
-	double fion_ns;
+	double cost[3];
 
 	memset(c, 0, sizeof(*c));
 	c->o = o;
@@ -984,7 +1024,7 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 	cells = calloc((size_t)HT_MAXRATES * HT_MAXN * HT_NH, sizeof(*cells));
 	if (!cells)
 		return -1;
-	fion_ns = ht_fionread_ns();
+	ht_syscall_ns(cost);
 
 	for (int h = 0; h < HT_NH; h++) {
 		struct ht_srv *s = &c->srv[h];
@@ -1044,9 +1084,11 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 				}
 			for (int h = 0; h < HT_NH; h++) {
 				struct ht_cell *cl = cell_at(cells, ri, ni, h);
+				char tag[32];
 
+				snprintf(tag, sizeof(tag), "%d-%d", n, rates[ri]);
 				ht_count(c, &c->srv[h], rates[ri],
-				    o->tiny ? 0.3 : 1.0, &cl->sc, &cl->io);
+				    o->tiny ? 0.3 : 1.0, tag, &cl->sys);
 			}
 			progress("httpd: N = %d, %d/s: CPU us/req poll %.1f, "
 			    "linux-sysepoll %.1f, kqueue %.1f\n", n, rates[ri],
@@ -1087,13 +1129,14 @@ out:
 	tr = bt_new(res, "httpd-kq", "Web server: lighttpd's kqueue handler "
 	    "over kq / its linux-sysepoll handler (same binary, same run)");
 	bt_cols(tr, "rate/s|N|probe reply x|httperf reply x|CPU/req x|"
-	    "poll CPU/req x|extra ioctl/req|FIONREAD share %|within 10%");
+	    "poll CPU/req x|extra syscalls/req|extra ioctl/req|extra "
+	    "getsockopt/req|their share %|within 10%");
 	for (int ri = 0; ri < nrates; ri++)
 		for (int ni = 0; ni < nsizes; ni++) {
 			struct ht_cell *k = cell_at(cells, ri, ni, H_KQ);
 			struct ht_cell *e = cell_at(cells, ri, ni, H_EPOLL);
 			struct ht_cell *p = cell_at(cells, ri, ni, H_POLL);
-			double pr, cr, xio, share;
+			double pr, cr, xio, xgo, share;
 			int r;
 
 			for (int h = 0; h < HT_NH; h++) {
@@ -1120,9 +1163,10 @@ out:
 				    ht_run, cpu_us_req)));
 				bt_num(t, r, 10, cell_med(cl, offsetof(struct
 				    ht_run, cpu_pct)));
-				if (cl->sc >= 0) {
-					bt_num(t, r, 11, cl->sc);
-					bt_num(t, r, 12, cl->io);
+				if (cl->sys.total >= 0) {
+					bt_num(t, r, 11, cl->sys.total);
+					bt_num(t, r, 12, sys_per(&cl->sys,
+					    "ioctl"));
 				} else {
 					bt_set(t, r, 11, "n/a");
 					bt_set(t, r, 12, "n/a");
@@ -1142,18 +1186,23 @@ out:
 			bt_num(tr, r, 4, cr);
 			bt_num(tr, r, 5, cell_ratio(p, e, offsetof(struct
 			    ht_run, cpu_us_req)));
-			xio = k->io >= 0 && e->io >= 0 ? k->io - e->io : -1;
-			share = xio >= 0 ? 100.0 * xio * fion_ns / 1e3 /
-			    cell_med(k, offsetof(struct ht_run, cpu_us_req)) :
-			    -1;
-			if (xio >= 0) {
-				bt_num(tr, r, 6, xio);
-				bt_num(tr, r, 7, share);
-			} else {
-				bt_set(tr, r, 6, "n/a");
-				bt_set(tr, r, 7, "n/a");
-			}
-			bt_set(tr, r, 8, "%s", pr <= 1.10 && cr <= 1.10 ?
+			if (k->sys.total >= 0 && e->sys.total >= 0) {
+				xio = sys_per(&k->sys, "ioctl") -
+				    sys_per(&e->sys, "ioctl");
+				xgo = sys_per(&k->sys, "getsockopt") -
+				    sys_per(&e->sys, "getsockopt");
+				share = 100.0 * (xio * (cost[0] > cost[1] ?
+				    cost[0] : cost[1]) + xgo * cost[2]) / 1e3 /
+				    cell_med(k, offsetof(struct ht_run,
+				    cpu_us_req));
+				bt_num(tr, r, 6, k->sys.total - e->sys.total);
+				bt_num(tr, r, 7, xio);
+				bt_num(tr, r, 8, xgo);
+				bt_num(tr, r, 9, share);
+			} else
+				for (int col = 6; col < 10; col++)
+					bt_set(tr, r, col, "n/a");
+			bt_set(tr, r, 10, "%s", pr <= 1.10 && cr <= 1.10 ?
 			    "yes" : "no");
 		}
 	bt_note(t, "One binary, three handlers (server.event-handler); the "
@@ -1177,13 +1226,19 @@ out:
 	    HT_PROBE_MS, c->srv[H_KQ].kqlib[0] ? c->srv[H_KQ].kqlib :
 	    "not mapped");
 	bt_note(tr, "Ratios are medians of the per-repetition ratios (kqueue "
-	    "run and linux-sysepoll run of the same repetition).  `extra "
-	    "ioctl/req`: the kqueue server's ioctls per request minus "
-	    "linux-sysepoll's (kq's FIONREAD for `data`; lighttpd makes its "
-	    "own FIONREAD on both); `FIONREAD share`: that many ioctls at "
-	    "%.0f ns each (measured in this run on a loopback TCP socket) as a "
-	    "share of the kqueue server's CPU per request.  `within 10%%`: "
-	    "probe reply x and CPU/req x both <= 1.10.\n", fion_ns);
+	    "run and linux-sysepoll run of the same repetition).  `extra`: "
+	    "the kqueue server's system calls per request minus "
+	    "linux-sysepoll's, from the strace runs: kq's EVFILT_READ costs "
+	    "one ioctl(FIONREAD) per event for `data`; on a listening socket "
+	    "(where lighttpd's events are: it reads a new connection at once, "
+	    "without waiting for an event) that ioctl fails and kq takes the "
+	    "listen queue length, FreeBSD's `data` there, from "
+	    "getsockopt(TCP_INFO).  `their share`: those calls at the cost "
+	    "measured in this run (FIONREAD %.0f ns on a connected socket, "
+	    "%.0f ns on a listening one, the larger used; TCP_INFO %.0f ns) as "
+	    "a share of the kqueue server's CPU per request.  `within 10%%`: "
+	    "probe reply x and CPU/req x both <= 1.10.\n", cost[0], cost[1],
+	    cost[2]);
 	if (nsizes >= 2 && rc == 0) {
 		/* Where the seed's claim holds: growth from N=0 to N_max. */
 		double g[HT_NH], busy[HT_NH], c0[HT_NH], c1[HT_NH];

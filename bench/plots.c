@@ -84,6 +84,21 @@ static const struct plot_spec plots[] = {
 	    "backend", "kind", "pipes", "descriptors N (all ready)",
 	    "CPU us per call", 1, 1, "first us CPU", "backend", "kq",
 	    "initial call" },
+	{ "httpd-reply", "httpd", "Web server (Lemon §7.2): lighttpd's reply "
+	    "time under httperf vs idle connections", "N", "reply ms",
+	    "handler,rate/s", NULL, NULL, "idle connections N",
+	    "httperf reply time, ms (0.1 ms steps)", 0, 1,
+	    NULL, NULL, NULL, NULL },
+	{ "httpd-cpu", "httpd", "Web server (Lemon §7.2): server CPU per "
+	    "request vs idle connections", "N", "CPU us/req",
+	    "handler,rate/s", NULL, NULL, "idle connections N",
+	    "lighttpd CPU us per request", 0, 1,
+	    NULL, NULL, NULL, NULL },
+	{ "httpd-probe", "httpd", "Web server: reply time of kqbench's probe "
+	    "requests (median) vs idle connections", "N", "probe us",
+	    "handler,rate/s", NULL, NULL, "idle connections N",
+	    "probe reply time, median us", 0, 1,
+	    NULL, NULL, NULL, NULL },
 };
 
 #define PL_MAXROWS	BT_MAXROWS

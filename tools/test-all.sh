@@ -14,7 +14,9 @@
 # ae_kqueue.c over kq beside ae_epoll.c (tests/clients/redis.sh: Debian's
 # redis source via apt; about 4 minutes), lighttpd's make check on its
 # kqueue handler and kqueue stat cache over kq beside linux-sysepoll
-# (tests/clients/lighttpd.sh; about 1 minute), and the differential test
+# (tests/clients/lighttpd.sh; about 1 minute), kqbench's httpd scenario at
+# its tiny size on that lighttpd build (tools/httpd-smoke.sh; about 20 s),
+# and the differential test
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
@@ -94,6 +96,7 @@ step "libev smoke on its port and kqueue backends over kq (vs epoll)" bash -c "t
 step "nginx smoke tests on its kqueue module over kq (vs epoll)" bash -c "tests/clients/nginx.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "redis Tcl suite units on ae_kqueue over kq (vs epoll)" bash -c "tests/clients/redis.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "lighttpd make check on its kqueue handler and stat cache over kq (vs linux-sysepoll)" bash -c "tests/clients/lighttpd.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "kqbench httpd scenario at tiny size (lighttpd: poll, linux-sysepoll, kqueue over kq; httperf)" bash -c "tools/httpd-smoke.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "README compatibility table = this run's results" bash -c "tools/compat-table.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
 echo "total: $tp passed, $tf failed"
