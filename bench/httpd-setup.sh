@@ -51,8 +51,10 @@ else
 	. tests/clients/lighttpd-build.sh
 	lighttpd_build kqueue
 fi
-for h in poll linux-sysepoll kqueue; do
-	"$kbin" -V 2>&1 | grep -q "+ $h" || die "lighttpd -V does not list the $h handler"
+# -V names the handlers "poll (Unix)", "epoll (Linux)" (configured as
+# linux-sysepoll) and "kqueue (FreeBSD)"
+for h in poll epoll kqueue; do
+	"$kbin" -V 2>&1 | grep -q "+ $h " || die "lighttpd -V does not list the $h handler"
 done
 done_ok=1
 say "lighttpd $kbin"

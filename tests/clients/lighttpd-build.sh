@@ -98,7 +98,7 @@ lighttpd_build() {
 			    die "lighttpd (kqueue) does not load libkq.so from $prefix"
 			"$kbin" -V 2>&1 | grep -q '+ kqueue' ||
 			    die "lighttpd (kqueue) -V does not list kqueue"
-			"$kbin" -V 2>&1 | grep -E '^\s*\+ (kqueue|linux-sysepoll|poll)' |
+			"$kbin" -V 2>&1 | grep -E '^\s*\+ (kqueue|epoll|poll) ' |
 			    sed "s/^/$client_tag: -V (kqueue build): /"
 		else
 			ebin=$src-epoll/src/lighttpd ereal=$ebin
