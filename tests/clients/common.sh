@@ -11,6 +11,17 @@
 #                        sets $missing to those of the packages D that are
 #                        not installed; the caller decides on apt-get update
 #                        and install (it knows which source it needs).
+#   client_fetch_source PKG VER DEPS
+#                        client_apt_check DEPS, apt-get update when deb-src
+#                        was just enabled, a package is missing or the
+#                        source of PKG VER is neither downloaded nor known,
+#                        installs the missing packages, and fetches PKG's
+#                        bookworm source into $work/dl unless it is there;
+#                        sets dsc to its .dsc.  Dies when it cannot.
+#   client_install_kq DIR
+#                        builds libkq and installs it (`make install`) into
+#                        the fresh prefix DIR; sets prefix=DIR and exports
+#                        PKG_CONFIG_PATH for it.  Uses $jobs.
 
 client_init() {
 	client_tag=$1
@@ -56,4 +67,37 @@ client_apt_check() {
 		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' ||
 		    missing="$missing $p"
 	done
+}
+
+client_fetch_source() {
+	local pkg=$1 ver=$2
+	client_apt_check "$3"
+	mkdir -p "$work/dl"
+	dsc=$(ls "$work"/dl/"$pkg"_*"$ver"-*.dsc 2>/dev/null | tail -1 || true)
+	if [ -n "${need_update:-}" ] || [ -n "$missing" ] || { [ -z "$dsc" ] &&
+	    ! apt-cache showsrc "$pkg" 2>/dev/null | grep -q "^Version: .*$ver-"; }; then
+		say "apt-get update"
+		as_root apt-get update -qq
+	fi
+	if [ -n "$missing" ]; then
+		say "installing:$missing"
+		as_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	fi
+	if [ -z "$dsc" ]; then
+		say "apt-get source $pkg/bookworm"
+		(cd "$work/dl" && apt-get source -qq --download-only "$pkg"/bookworm) ||
+		    die "apt-get source $pkg failed"
+		dsc=$(ls "$work"/dl/"$pkg"_*"$ver"-*.dsc 2>/dev/null | tail -1 || true)
+		[ -n "$dsc" ] || die "no $pkg $ver source package from apt"
+	fi
+	say "source: $(basename "$dsc") (Debian's patches applied)"
+}
+
+client_install_kq() {
+	prefix=$1
+	say "installing kq into $prefix"
+	make -s -j"$jobs" lib >/dev/null
+	rm -rf "$prefix"
+	make -s install PREFIX="$prefix" >/dev/null
+	export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 }

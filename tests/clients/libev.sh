@@ -49,12 +49,7 @@ rm -rf "$src"
 dpkg-source -q --no-check -x --skip-patches "$dsc" "$src" >/dev/null ||
     die "dpkg-source -x failed"
 
-prefix=$work/kq-prefix-libev
-say "installing kq into $prefix"
-make -s -j"$jobs" lib >/dev/null
-rm -rf "$prefix"
-make -s install PREFIX="$prefix" >/dev/null
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+client_install_kq "$work/kq-prefix-libev"
 kq_cflags=$(pkg-config --cflags kq)
 kq_ldflags="$(pkg-config --libs-only-L kq) -Wl,-rpath,$prefix/lib"
 kq_libs=$(pkg-config --libs-only-l kq)

@@ -97,12 +97,7 @@ fi
 src=$work/libevent-2.1.12-stable
 
 # --- 2. kq installed into a scratch prefix; libevent built against it -----
-prefix=$work/kq-prefix
-say "installing kq into $prefix"
-make -s -j"$jobs" lib >/dev/null
-rm -rf "$prefix"
-make -s install PREFIX="$prefix" >/dev/null
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+client_install_kq "$work/kq-prefix"
 kq_cflags=$(pkg-config --cflags kq)
 kq_ldflags="$(pkg-config --libs-only-L kq) -Wl,-rpath,$prefix/lib"
 kq_libs=$(pkg-config --libs-only-l kq)

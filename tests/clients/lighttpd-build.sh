@@ -31,26 +31,7 @@
 lighttpd_build() {
 	local deps dsc b d variants="$*"
 	deps="gcc make pkg-config dpkg-dev perl libpcre2-dev zlib1g-dev"
-	client_apt_check "$deps"
-	mkdir -p "$work/dl"
-	dsc=$(ls "$work"/dl/lighttpd_"$ver"-*.dsc 2>/dev/null | tail -1 || true)
-	if [ -n "${need_update:-}" ] || [ -n "$missing" ] || { [ -z "$dsc" ] &&
-	    ! apt-cache showsrc lighttpd 2>/dev/null | grep -q "^Version: $ver-"; }; then
-		say "apt-get update"
-		as_root apt-get update -qq
-	fi
-	if [ -n "$missing" ]; then
-		say "installing:$missing"
-		as_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
-	fi
-	if [ -z "$dsc" ]; then
-		say "apt-get source lighttpd/bookworm"
-		(cd "$work/dl" && apt-get source -qq --download-only lighttpd/bookworm) ||
-		    die "apt-get source lighttpd failed"
-		dsc=$(ls "$work"/dl/lighttpd_"$ver"-*.dsc 2>/dev/null | tail -1 || true)
-		[ -n "$dsc" ] || die "no lighttpd $ver source package from apt"
-	fi
-	say "source: $(basename "$dsc") (Debian's patches applied)"
+	client_fetch_source lighttpd "$ver" "$deps"
 	src=$work/lighttpd-$ver
 	rm -rf "$src"
 	dpkg-source -q --no-check -x "$dsc" "$src" >/dev/null 2>&1 ||
@@ -61,12 +42,7 @@ lighttpd_build() {
 	done
 	rm -rf "$src"
 
-	prefix=$work/kq-prefix
-	say "installing kq into $prefix"
-	make -s -j"$jobs" lib >/dev/null
-	rm -rf "$prefix"
-	make -s install PREFIX="$prefix" >/dev/null
-	export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+	client_install_kq "$work/kq-prefix"
 	local kq_cflags kq_ldflags
 	kq_cflags=$(pkg-config --cflags kq)
 	kq_ldflags="$(pkg-config --libs-only-L kq) -Wl,-rpath,$(pkg-config --variable=libdir kq) -Wl,--no-as-needed $(pkg-config --libs-only-l kq)"

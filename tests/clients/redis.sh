@@ -93,26 +93,7 @@ work=$(cd "$work" && pwd)
 
 # --- 1. apt: deb-src, build dependencies, source -------------------------
 deps="gcc make pkg-config dpkg-dev patch tcl"
-client_apt_check "$deps"
-mkdir -p "$work/dl"
-dsc=$(ls "$work"/dl/redis_*"$ver"-*.dsc 2>/dev/null | tail -1 || true)
-if [ -n "${need_update:-}" ] || [ -n "$missing" ] || { [ -z "$dsc" ] &&
-    ! apt-cache showsrc redis 2>/dev/null | grep -q "^Version: .*$ver-"; }; then
-	say "apt-get update"
-	as_root apt-get update -qq
-fi
-if [ -n "$missing" ]; then
-	say "installing:$missing"
-	as_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
-if [ -z "$dsc" ]; then
-	say "apt-get source redis/bookworm"
-	(cd "$work/dl" && apt-get source -qq --download-only redis/bookworm) ||
-	    die "apt-get source redis failed"
-	dsc=$(ls "$work"/dl/redis_*"$ver"-*.dsc 2>/dev/null | tail -1 || true)
-	[ -n "$dsc" ] || die "no redis $ver source package from apt"
-fi
-say "source: $(basename "$dsc") (Debian's patches applied)"
+client_fetch_source redis "$ver" "$deps"
 src=$work/redis-$ver
 rm -rf "$src" "$src-kqueue" "$src-epoll"
 # --no-check: apt has checked the files against the signed archive index.
@@ -124,12 +105,7 @@ patch -d "$src-kqueue" -p1 -s --no-backup-if-mismatch --forward \
     <tests/clients/redis-kqueue.patch || die "tests/clients/redis-kqueue.patch does not apply"
 
 # --- 2. kq into a scratch prefix; Redis built twice -------------------------
-prefix=$work/kq-prefix
-say "installing kq into $prefix"
-make -s -j"$jobs" lib >/dev/null
-rm -rf "$prefix"
-make -s install PREFIX="$prefix" >/dev/null
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+client_install_kq "$work/kq-prefix"
 kq_cflags=$(pkg-config --cflags kq)
 kq_ldflags="-Wl,--no-as-needed $(pkg-config --libs kq) -Wl,-rpath,$(pkg-config --variable=libdir kq)"
 common="MALLOC=libc BUILD_TLS=no USE_SYSTEMD=no"
