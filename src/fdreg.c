@@ -76,6 +76,14 @@ fdreg_ctl(struct kqueue *kq, int op, int fd, struct epoll_event *ev)
 	return 0;
 }
 
+/* The epoll key of fd registered as reg (the kind decides KQ_NOCOUNT). */
+static inline uint64_t
+fdreg_key(int fd, uint32_t reg)
+{
+	return (uint64_t)(unsigned)fd |
+	    (R_KIND(reg) == K_LISTEN ? KQ_NOCOUNT : 0);
+}
+
 /* Does kn take part in its descriptor's epoll registration? */
 static int
 fdreg_uses(const struct knote *kn)
@@ -145,6 +153,37 @@ fdreg_events(uint32_t want)
 }
 
 /*
+ * Record what fd turned out to be (filt_fd.c learns it lazily).  A change
+ * to or from K_LISTEN changes the registration's key (KQ_NOCOUNT): a plain
+ * level-triggered registration is restated at once (EPOLL_CTL_MOD
+ * re-reports only a level that holds anyway); an edge-triggered, exclusive
+ * or one-shot one keeps its key until its next change, as a new edge or a
+ * re-armed one-shot would be a spurious event.  A stale key costs only
+ * speed: without the prefetched count EVFILT_READ takes its own.
+ */
+void
+fdreg_kind(struct kqueue *kq, int fd, int kind)
+{
+	struct knote *chain = knote_fdchain(kq, fd);
+	struct epoll_event ev;
+	uint32_t reg;
+
+	if (chain == NULL)
+		return;
+	reg = (chain->kn_reg & ~R_KINDMASK) | ((uint32_t)kind << R_KINDSHIFT);
+	if ((R_KIND(chain->kn_reg) == K_LISTEN) != (kind == K_LISTEN) &&
+	    (reg & (R_REG | R_NOPOLL | R_ET | R_EXCL | R_ONESHOT)) == R_REG &&
+	    (reg & R_ANYIN) != 0 && !kq->kq_dead) {
+		ev.events = fdreg_events(reg & R_WANTMASK);
+		ev.data.u64 = fdreg_key(fd, reg);
+		/* On failure (the number was closed) the next change finds
+		   it out; the key only saves a system call. */
+		(void)fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev);
+	}
+	fdreg_set(kq, fd, reg);
+}
+
+/*
  * An event of a descriptor was taken from the epoll set (chain: its
  * knotes, or NULL).  If its registration is
  * EPOLLONESHOT the kernel has just disarmed it: record it as the empty
@@ -198,7 +237,7 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 			continue;
 		}
 		ev.events = fdreg_events(chain->kn_reg & R_WANTMASK);
-		ev.data.u64 = (uint64_t)(unsigned)fd;
+		ev.data.u64 = fdreg_key(fd, chain->kn_reg);
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
 			/* Out of memory or of max_user_watches: the rebuild
 			   fails (kevent's error), the knotes stay. */
@@ -260,7 +299,7 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 				knote_enqueue(kq, kn);
 		return 0;
 	}
-	ev.data.u64 = (uint64_t)(unsigned)fd;
+	ev.data.u64 = fdreg_key(fd, cur);
 	if (cur & R_REG) {
 		if ((cur & R_WANTMASK) == want && !force)
 			return 0;

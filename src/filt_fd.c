@@ -216,16 +216,31 @@ sock_eof_error(struct kqueue *kq, struct knote *kn, uint32_t mask)
 	    (mask & EPOLLERR) != 0);
 }
 
-/* Connections waiting on a listening socket. */
+/*
+ * Connections waiting on socket kn, which refused FIONREAD (or is known as
+ * a TCP listener, K_LISTEN, and was not asked).  Returns the count, or -1
+ * if kn was recorded as a listener but no longer listens (connect() with
+ * AF_UNSPEC made it a plain socket again): the caller then counts bytes.
+ * A TCP listener is recorded as K_LISTEN the first time (fdreg_kind), so
+ * that its later events skip the FIONREAD that fails.
+ */
 static int64_t
-listen_backlog(int fd)
+listen_backlog(struct kqueue *kq, struct knote *kn)
 {
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
+	int fd = (int)kn->kn_ident, was = R_KIND(kn->kn_reg) == K_LISTEN;
 
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-	    ti.tcpi_state == 10 /* TCP_LISTEN */)
+	    ti.tcpi_state == 10 /* TCP_LISTEN */) {
+		if (!was)
+			fdreg_kind(kq, fd, K_LISTEN);
 		return ti.tcpi_unacked;
+	}
+	if (was) {
+		fdreg_kind(kq, fd, K_SOCK);
+		return -1;
+	}
 	/* AF_UNIX listeners: Linux has no cheap count; report one. */
 	return 1;
 }
@@ -317,6 +332,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
 	int fd = (int)kn->kn_ident, n, eof, k, r, stale, pre;
+	int lowat = (kn->kn_sfflags & NOTE_LOWAT) != 0;
 	int64_t data;
 
 	if (kn->kn_reg & R_NOPOLL)
@@ -344,7 +360,10 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	if (pre) {
 		r = out->data < 0 ? (int)out->data : 0;
 		n = r == 0 ? (int)out->data : 0;
-	} else
+	} else if (R_KIND(kn->kn_reg) == K_LISTEN)
+		r = -EINVAL;	/* what FIONREAD says of a listener */
+	else
+count:
 		r = ksys_ioctl(fd, FIONREAD, &n);
 	if (r == 0) {
 		/*
@@ -375,9 +394,19 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		if (stale && (r = read_repoll(fd, &hint, &eof)) <= 0)
 			return r;
 		k = fd_kind(kq, kn);
-		if (k_is_socket(k))
-			data = listen_backlog(fd);
-		else if (k == K_EVENTFD)
+		if (k_is_socket(k)) {
+			if ((data = listen_backlog(kq, kn)) < 0)
+				goto count;
+			/*
+			 * FreeBSD's filt_solisten: ready while a connection
+			 * waits (another thread or process may have taken
+			 * the last one since epoll looked), NOTE_LOWAT
+			 * ignored.
+			 */
+			if (data == 0 && !eof)
+				return 0;
+			lowat = 0;
+		} else if (k == K_EVENTFD)
 			data = eventfd_count(fd);
 		else if (k == K_KQUEUE) {
 			data = kq_pending(fd);
@@ -391,7 +420,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		} else
 			data = 0;
 	}
-	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&
+	if (lowat && !eof &&
 	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
 		return 0;
 	out->data = data;

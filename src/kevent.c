@@ -392,7 +392,8 @@ kq_ev_stale(const struct kqueue *kq, const struct epoll_event *e,
  * before kq_lock is taken again (a read-only query on a number the set has
  * just reported): the count, -errno if the descriptor has none (a listening
  * socket, an eventfd: the filter then goes straight to its other ways), or
- * INT_MIN when not asked.  kq_translate uses it only if the event is
+ * INT_MIN when not asked (a listening TCP socket's key says KQ_NOCOUNT:
+ * EVFILT_READ asks for its listen queue instead).  kq_translate uses it only if the event is
  * not stale (kq_ev_stale): the number then still names the registered
  * file, unless the application closed it behind the C library's back.
  * EVFILT_READ's one system call, made outside the lock, so that threads
@@ -403,7 +404,7 @@ kq_prefetch_nread(const struct epoll_event *e)
 {
 	int n, r;
 
-	if ((e->data.u64 & KQ_SRCKEY) || !(e->events & EPOLLIN))
+	if ((e->data.u64 & (KQ_SRCKEY | KQ_NOCOUNT)) || !(e->events & EPOLLIN))
 		return INT_MIN;
 	r = ksys_ioctl((int)e->data.u64, FIONREAD, &n);
 	return r != 0 ? r : n;

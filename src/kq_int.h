@@ -237,6 +237,14 @@ struct kqsrc {
  */
 #define KQ_KNKEY	(UINT64_C(1) << 62)
 
+/*
+ * A descriptor's key is its number, plus KQ_NOCOUNT when it was registered
+ * as a listening TCP socket (K_LISTEN): kq_scan then asks it for no
+ * FIONREAD before taking the lock, which a listener refuses (EINVAL), and
+ * EVFILT_READ reads its listen queue instead.  See fdreg_key().
+ */
+#define KQ_NOCOUNT	(UINT64_C(1) << 61)
+
 struct kqueue {
 	_Atomic int	 kq_lock;	/* KQ_LOCK: 0 free, 1 held, 2 waited */
 	_Atomic uint32_t kq_refs;	/* the registry's, plus one per kevent()
@@ -537,6 +545,7 @@ filter_lookup(int filter)
 
 /* fdreg.c: the epoll registration shared by the knotes of one fd */
 void		 fdreg_forget(struct kqueue *, int fd);
+void		 fdreg_kind(struct kqueue *, int fd, int kind);
 int		 fdreg_readd_all(struct kqueue *, int epfd);
 
 /* filt_fd.c */

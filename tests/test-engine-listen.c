@@ -1,0 +1,488 @@
+/*
+ * test-engine-listen.c -- EVFILT_READ on listening TCP sockets, checked
+ * against an oracle over generated sequences of connections, accepts,
+ * scans and re-arms, in every registration mode; and with threads sharing
+ * the kqueue.
+ *
+ * FreeBSD reference (filt_solisten): a listening socket is readable while
+ * its queue of completed connections is not empty, and data is that
+ * queue's length; NOTE_LOWAT does not apply.  Each new connection
+ * activates the knote (what EV_CLEAR reports again); accept() does not.
+ * EV_DISPATCH disables the knote when it is reported, EV_ONESHOT deletes
+ * it; a re-enabled or re-added knote is reported if connections wait.
+ *
+ * Every scenario runs in a child with a time limit (engine-helpers.h).
+ * KQ_LISTEN_SEED picks the first seed of the generated sequences.
+ */
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include "engine-helpers.h"
+
+#define L_BACKLOG	128
+#define L_QMAX		40	/* connections left waiting at most */
+#define L_STEPS		300	/* steps per sequence */
+#define L_SEEDS		6	/* sequences per mode */
+
+/* ------------------------------------------------------------------ */
+/* Local helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+static uint32_t
+l_rnd(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+/* A non-blocking TCP listener on the loopback; its address in *sin. */
+static int
+l_listener(struct sockaddr_in *sin)
+{
+	socklen_t len = sizeof(*sin);
+	int s;
+
+	E_SYS(s = socket(AF_INET, SOCK_STREAM, 0));
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	E_SYS(bind(s, (struct sockaddr *)sin, sizeof(*sin)));
+	E_SYS(listen(s, L_BACKLOG));
+	E_SYS(getsockname(s, (struct sockaddr *)sin, &len));
+	E_SYS(fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK));
+	return s;
+}
+
+/*
+ * Connect to sin and close the client end at once: the connection stays
+ * in the listener's queue (with a FIN behind it) until it is accepted.
+ */
+static void
+l_connect(const struct sockaddr_in *sin)
+{
+	int c;
+
+	E_SYS(c = socket(AF_INET, SOCK_STREAM, 0));
+	E_SYS(connect(c, (const struct sockaddr *)sin, sizeof(*sin)));
+	close(c);
+}
+
+/*
+ * Wait until the level-triggered probe knote (kqueue probe) reports that
+ * exactly q connections wait: the handshakes complete asynchronously.
+ */
+static void
+l_settle(int probe, int ls, int q)
+{
+	int64_t deadline = e_now_ms() + 2000;
+	struct kevent ev;
+	int r;
+
+	for (;;) {
+		r = e_wait(probe, &ev, 1, 5);
+		E_CHECK(r >= 0, "probe kevent: %s", strerror(errno));
+		if (q == 0 ? r == 0 : (r == 1 && (int)ev.ident == ls &&
+		    ev.data == q))
+			return;
+		E_CHECK(e_now_ms() < deadline, "the probe knote never "
+		    "reported %d waiting connections (last: %d events, "
+		    "data %jd)", q, r, r == 1 ? (intmax_t)ev.data : -1);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Generated sequences against the oracle                             */
+/* ------------------------------------------------------------------ */
+
+enum l_mode { L_LEVEL, L_CLEAR, L_DISPATCH, L_ONESHOT, L_NMODES };
+
+static const char *const l_mode_name[L_NMODES] = {
+	"level", "EV_CLEAR", "EV_DISPATCH", "EV_ONESHOT"
+};
+
+static const unsigned short l_mode_flags[L_NMODES] = {
+	0, EV_CLEAR, EV_DISPATCH, EV_ONESHOT
+};
+
+/*
+ * The oracle: q connections wait; the knote exists (armed: enabled and,
+ * for EV_ONESHOT, present); for EV_CLEAR, pending says an activation
+ * (a new connection, or an EV_ADD while connections waited) has not been
+ * reported yet.  A scan reports the knote iff it is armed, q > 0 and,
+ * for EV_CLEAR, pending.
+ */
+struct l_oracle {
+	int	q;
+	int	armed;
+	int	pending;
+};
+
+static void
+l_scan(int kq, int ls, enum l_mode m, struct l_oracle *o, uint32_t seed,
+    int step)
+{
+	struct kevent ev[4];
+	int want = o->armed && o->q > 0 && (m != L_CLEAR || o->pending);
+	int r = e_wait(kq, ev, 4, 0);
+
+	E_CHECK(r == want, "%s, seed %#x, step %d: %d events, expected %d "
+	    "(%d connections waiting, armed %d, pending %d; data %jd)",
+	    l_mode_name[m], seed, step, r, want, o->q, o->armed, o->pending,
+	    r > 0 ? (intmax_t)ev[0].data : -1);
+	if (r == 0)
+		return;
+	E_CHECK((int)ev[0].ident == ls && ev[0].filter == EVFILT_READ &&
+	    ev[0].udata == (void *)&o->q, "%s, seed %#x, step %d: a foreign "
+	    "event (ident %ju, filter %d)", l_mode_name[m], seed, step,
+	    (uintmax_t)ev[0].ident, ev[0].filter);
+	E_CHECK(ev[0].data == o->q && !(ev[0].flags & EV_EOF),
+	    "%s, seed %#x, step %d: data %jd flags %#x, expected %d waiting "
+	    "connections", l_mode_name[m], seed, step, (intmax_t)ev[0].data,
+	    ev[0].flags, o->q);
+	o->pending = 0;
+	if (m == L_DISPATCH || m == L_ONESHOT)
+		o->armed = 0;
+}
+
+static void
+l_sequence(enum l_mode m, uint32_t seed)
+{
+	struct sockaddr_in sin;
+	struct l_oracle o = { 0, 1, 0 };
+	int kq, probe, ls, a;
+	uint32_t s = seed;
+
+	ls = l_listener(&sin);
+	E_SYS(kq = kqueue());
+	E_SYS(probe = kqueue());
+	E_CHANGE(probe, ls, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	E_CHANGE(kq, ls, EVFILT_READ, EV_ADD | l_mode_flags[m], 0, 0,
+	    &o.q);
+	for (int step = 0; step < L_STEPS; step++) {
+		switch (l_rnd(&s) % 6) {
+		case 0:		/* new connections */
+		case 1: {
+			int n = 1 + (int)(l_rnd(&s) % 3);
+
+			if (o.q + n > L_QMAX)
+				break;
+			for (int i = 0; i < n; i++)
+				l_connect(&sin);
+			o.q += n;
+			o.pending = 1;
+			l_settle(probe, ls, o.q);
+			break;
+		}
+		case 2: {	/* accept some */
+			int n = o.q > 0 ? 1 + (int)(l_rnd(&s) % o.q) : 0;
+
+			for (int i = 0; i < n; i++) {
+				a = accept(ls, NULL, NULL);
+				E_CHECK(a >= 0, "accept %d of %d: %s", i, n,
+				    strerror(errno));
+				close(a);
+			}
+			o.q -= n;
+			break;
+		}
+		case 3:		/* re-arm the knote the mode's way */
+			if (m == L_DISPATCH)
+				E_CHANGE(kq, ls, EVFILT_READ, EV_ENABLE, 0, 0,
+				    &o.q);
+			else
+				E_CHANGE(kq, ls, EVFILT_READ,
+				    EV_ADD | l_mode_flags[m], 0, 0, &o.q);
+			o.armed = 1;
+			/* FreeBSD re-evaluates the knote on EV_ADD. */
+			if (m == L_CLEAR && o.q > 0)
+				o.pending = 1;
+			break;
+		default:	/* scan */
+			l_scan(kq, ls, m, &o, seed, step);
+			break;
+		}
+	}
+	/* Drain: the queue empties, and nothing more is reported. */
+	while ((a = accept(ls, NULL, NULL)) >= 0)
+		close(a), o.q--;
+	E_CHECK(errno == EAGAIN || errno == EWOULDBLOCK, "accept: %s",
+	    strerror(errno));
+	E_CHECK(o.q == 0, "%s, seed %#x: %d connections never arrived or "
+	    "came twice", l_mode_name[m], seed, o.q);
+	l_scan(kq, ls, m, &o, seed, L_STEPS);
+	close(ls);
+	close(probe);
+	close(kq);
+}
+
+static int
+l_sequences_child(void *arg)
+{
+	enum l_mode m = (enum l_mode)(intptr_t)arg;
+	const char *v = getenv("KQ_LISTEN_SEED");
+	uint32_t seed = v ? (uint32_t)strtoul(v, NULL, 0) : 0x9e3779b9u;
+
+	for (int i = 0; i < L_SEEDS; i++) {
+		uint32_t sd = seed + (uint32_t)i * 0x61c88647u;
+
+		l_sequence(m, sd != 0 ? sd : 1);
+	}
+	return 0;
+}
+
+static void
+listen_queue_length_matches_oracle_level(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)L_LEVEL, 60);
+}
+
+static void
+listen_queue_length_matches_oracle_clear(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)L_CLEAR, 60);
+}
+
+static void
+listen_queue_length_matches_oracle_dispatch(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)L_DISPATCH, 60);
+}
+
+static void
+listen_queue_length_matches_oracle_oneshot(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)L_ONESHOT, 60);
+}
+
+/* ------------------------------------------------------------------ */
+/* Threads sharing the kqueue                                         */
+/* ------------------------------------------------------------------ */
+
+#define LT_THREADS	3
+#define LT_CONNS	3000
+#define LT_INFLIGHT	100	/* connections queued at most */
+
+struct lt_ctx {
+	int		 kq;
+	int		 ls;
+	enum l_mode	 mode;
+	atomic_int	 accepted;
+	atomic_int	 stop;
+	atomic_int	 events;
+};
+
+/*
+ * A consumer: wait, accept what the event says waits, re-arm.  Every
+ * report must count at least one connection (another thread may have
+ * taken it since: accept() then says EAGAIN).
+ */
+static void *
+lt_main(void *arg)
+{
+	struct lt_ctx *c = arg;
+	struct kevent ev;
+	int r, a;
+
+	while (!atomic_load(&c->stop)) {
+		r = e_wait(c->kq, &ev, 1, 20);
+		E_CHECK(r >= 0, "kevent: %s", strerror(errno));
+		if (r == 0)
+			continue;
+		atomic_fetch_add(&c->events, 1);
+		E_CHECK((int)ev.ident == c->ls && ev.data >= 1 &&
+		    !(ev.flags & (EV_EOF | EV_ERROR)), "%s: a report of the "
+		    "listener with data %jd flags %#x", l_mode_name[c->mode],
+		    (intmax_t)ev.data, ev.flags);
+		/* EV_CLEAR needs the queue drained; the others take what
+		   the report counted. */
+		for (int64_t i = 0; c->mode == L_CLEAR || i < ev.data; i++) {
+			if ((a = accept(c->ls, NULL, NULL)) < 0) {
+				E_CHECK(errno == EAGAIN || errno == EWOULDBLOCK,
+				    "accept: %s", strerror(errno));
+				break;
+			}
+			close(a);
+			atomic_fetch_add(&c->accepted, 1);
+		}
+		if (c->mode == L_DISPATCH)
+			E_CHANGE(c->kq, c->ls, EVFILT_READ, EV_ENABLE, 0, 0,
+			    NULL);
+		else if (c->mode == L_ONESHOT)
+			E_CHANGE(c->kq, c->ls, EVFILT_READ,
+			    EV_ADD | EV_ONESHOT, 0, 0, NULL);
+	}
+	return NULL;
+}
+
+static int
+lt_child(void *arg)
+{
+	struct lt_ctx c;
+	struct sockaddr_in sin;
+	pthread_t thr[LT_THREADS];
+	int64_t deadline;
+
+	memset(&c, 0, sizeof(c));
+	c.mode = (enum l_mode)(intptr_t)arg;
+	c.ls = l_listener(&sin);
+	E_SYS(c.kq = kqueue());
+	E_CHANGE(c.kq, c.ls, EVFILT_READ, EV_ADD | l_mode_flags[c.mode], 0,
+	    0, NULL);
+	for (int i = 0; i < LT_THREADS; i++)
+		E_CHECK(pthread_create(&thr[i], NULL, lt_main, &c) == 0,
+		    "pthread_create");
+	deadline = e_now_ms() + 30000;
+	for (int n = 0; n < LT_CONNS; n++) {
+		while (n - atomic_load(&c.accepted) >= LT_INFLIGHT) {
+			E_CHECK(e_now_ms() < deadline, "%s: %d of %d "
+			    "connections accepted, the rest stuck",
+			    l_mode_name[c.mode], atomic_load(&c.accepted), n);
+			e_sleep_ms(1);
+		}
+		l_connect(&sin);
+	}
+	while (atomic_load(&c.accepted) < LT_CONNS) {
+		E_CHECK(e_now_ms() < deadline, "%s: %d of %d connections "
+		    "accepted, a wake-up lost", l_mode_name[c.mode],
+		    atomic_load(&c.accepted), LT_CONNS);
+		e_sleep_ms(1);
+	}
+	atomic_store(&c.stop, 1);
+	for (int i = 0; i < LT_THREADS; i++)
+		pthread_join(thr[i], NULL);
+	E_CHECK(atomic_load(&c.accepted) == LT_CONNS, "%d accepted of %d",
+	    atomic_load(&c.accepted), LT_CONNS);
+	close(c.ls);
+	close(c.kq);
+	return 0;
+}
+
+static void
+listen_threads_accept_every_connection_level(void **state)
+{
+	(void)state;
+	E_RUN(lt_child, (void *)(intptr_t)L_LEVEL, 60);
+}
+
+static void
+listen_threads_accept_every_connection_clear(void **state)
+{
+	(void)state;
+	E_RUN(lt_child, (void *)(intptr_t)L_CLEAR, 60);
+}
+
+static void
+listen_threads_accept_every_connection_dispatch(void **state)
+{
+	(void)state;
+	E_RUN(lt_child, (void *)(intptr_t)L_DISPATCH, 60);
+}
+
+static void
+listen_threads_accept_every_connection_oneshot(void **state)
+{
+	(void)state;
+	E_RUN(lt_child, (void *)(intptr_t)L_ONESHOT, 60);
+}
+
+/* ------------------------------------------------------------------ */
+/* A listener that stops listening (Linux)                            */
+/* ------------------------------------------------------------------ */
+
+#ifdef __linux__
+/*
+ * Linux lets a listening socket be disconnected (connect() with
+ * AF_UNSPEC) and connected elsewhere: the same file, now a stream whose
+ * read data is the bytes queued.  (FreeBSD refuses connect() on a
+ * listening socket, so the case does not arise there.)
+ */
+static int
+l_unlisten_child(void *arg)
+{
+	unsigned short flags = (unsigned short)(intptr_t)arg;
+	struct sockaddr_in sin, sin2;
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+	struct kevent ev;
+	int kq, probe, ls, other, peer, a, r;
+
+	ls = l_listener(&sin);
+	other = l_listener(&sin2);
+	E_SYS(kq = kqueue());
+	E_SYS(probe = kqueue());
+	E_CHANGE(probe, ls, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	E_CHANGE(kq, ls, EVFILT_READ, EV_ADD | flags, 0, 0, NULL);
+	/* Two reports as a listener, so that it is known as one. */
+	for (int i = 1; i <= 2; i++) {
+		l_connect(&sin);
+		l_settle(probe, ls, i);
+		r = e_wait(kq, &ev, 1, 1000);
+		E_CHECK(r == 1 && ev.data == i, "listener report %d: %d "
+		    "events, data %jd", i, r, r == 1 ? (intmax_t)ev.data : -1);
+	}
+	while ((a = accept(ls, NULL, NULL)) >= 0)
+		close(a);
+	E_SYS(connect(ls, &un, sizeof(un)));
+	E_SYS(fcntl(ls, F_SETFL, fcntl(ls, F_GETFL) & ~O_NONBLOCK));
+	E_SYS(connect(ls, (struct sockaddr *)&sin2, sizeof(sin2)));
+	E_SYS(fcntl(other, F_SETFL, fcntl(other, F_GETFL) & ~O_NONBLOCK));
+	E_SYS(peer = accept(other, NULL, NULL));
+	E_CHECK(write(peer, "hello", 5) == 5, "write: %s", strerror(errno));
+	r = e_wait(kq, &ev, 1, 2000);
+	E_CHECK(r == 1 && (int)ev.ident == ls && ev.data == 5 &&
+	    !(ev.flags & EV_EOF), "the former listener, now a stream with 5 "
+	    "bytes queued: %d events, data %jd flags %#x", r,
+	    r == 1 ? (intmax_t)ev.data : -1, r == 1 ? ev.flags : 0);
+	close(peer);
+	r = e_wait(kq, &ev, 1, 2000);
+	E_CHECK(r == 1 && ev.data == 5 && (ev.flags & EV_EOF), "after the "
+	    "peer's close: %d events, data %jd flags %#x", r,
+	    r == 1 ? (intmax_t)ev.data : -1, r == 1 ? ev.flags : 0);
+	close(ls);
+	close(other);
+	close(probe);
+	close(kq);
+	return 0;
+}
+
+static void
+listener_that_stops_listening_reports_bytes_level(void **state)
+{
+	(void)state;
+	E_RUN(l_unlisten_child, (void *)(intptr_t)0, 20);
+}
+
+static void
+listener_that_stops_listening_reports_bytes_clear(void **state)
+{
+	(void)state;
+	E_RUN(l_unlisten_child, (void *)(intptr_t)EV_CLEAR, 20);
+}
+#endif
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(listen_queue_length_matches_oracle_level),
+		cmocka_unit_test(listen_queue_length_matches_oracle_clear),
+		cmocka_unit_test(listen_queue_length_matches_oracle_dispatch),
+		cmocka_unit_test(listen_queue_length_matches_oracle_oneshot),
+		cmocka_unit_test(listen_threads_accept_every_connection_level),
+		cmocka_unit_test(listen_threads_accept_every_connection_clear),
+		cmocka_unit_test(listen_threads_accept_every_connection_dispatch),
+		cmocka_unit_test(listen_threads_accept_every_connection_oneshot),
+#ifdef __linux__
+		cmocka_unit_test(listener_that_stops_listening_reports_bytes_level),
+		cmocka_unit_test(listener_that_stops_listening_reports_bytes_clear),
+#endif
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return t_run_group(tests, NULL, NULL);
+}
