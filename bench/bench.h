@@ -204,7 +204,7 @@ spread_pct(const double *v, int n, double med)
 
 /* ---- result tables ----------------------------------------------------- */
 
-#define BT_MAXCOLS	14
+#define BT_MAXCOLS	16
 #define BT_MAXROWS	160
 #define BT_CELL		64
 #define BT_MAXTABLES	4

@@ -11,8 +11,9 @@
 # Checks, each one line "ok"/"FAIL": kqbench exits 0; httpd.tsv has a row
 # for every handler at N = 0 and N = 4, each with every reply (replies/s
 # > 0, 0 errors), server CPU > 0 and probe replies; the kqueue rows count
-# kq's FIONREAD (ioctl/req > 0.5: the handler really ran on kq); the
-# poll and linux-sysepoll rows make no ioctl of kq's; httpd-kq.tsv has its
+# kq's TCP_INFO of the listener per event (getsockopt/req > 0.5: the
+# handler really ran on kq); the poll and linux-sysepoll rows make no
+# getsockopt; httpd-kq.tsv has its
 # two rows; the plots exist (when gnuplot is installed).
 # Ends with "httpd-smoke: N passed, N failed".
 set -u
@@ -48,18 +49,18 @@ row_ok() {	# N handler: every reply, no error, CPU and probes measured
 		if ($cr + 0 <= 0 || $ce != "0" || $cc + 0 <= 0 || $cp + 0 <= 0) bad = 1 }
 	     END { exit !(found && !bad) }' "$tsv"
 }
-ioctl_of() {	# N handler -> ioctl/req
-	awk -F'\t' -v n="$1" -v h="$2" -v ci="$(col 'ioctl/req')" \
+gso_of() {	# N handler -> getsockopt/req
+	awk -F'\t' -v n="$1" -v h="$2" -v ci="$(col 'getsockopt/req')" \
 	    'NR > 1 && $2 == n && $3 == h { print $ci }' "$tsv"
 }
 for n in 0 4; do
 	for h in poll linux-sysepoll kqueue; do
 		check "N=$n $h: every reply, 0 errors, server CPU and probe replies measured" row_ok "$n" "$h"
 	done
-	check "N=$n kqueue over kq: kq's FIONREAD counted (ioctl/req $(ioctl_of $n kqueue) > 0.5)" \
-	    awk -v v="$(ioctl_of $n kqueue)" 'BEGIN { exit !(v + 0 > 0.5) }'
-	check "N=$n poll and linux-sysepoll: no ioctl per request ($(ioctl_of $n poll), $(ioctl_of $n linux-sysepoll))" \
-	    awk -v a="$(ioctl_of $n poll)" -v b="$(ioctl_of $n linux-sysepoll)" \
+	check "N=$n kqueue over kq: kq's TCP_INFO counted (getsockopt/req $(gso_of $n kqueue) > 0.5)" \
+	    awk -v v="$(gso_of $n kqueue)" 'BEGIN { exit !(v + 0 > 0.5) }'
+	check "N=$n poll and linux-sysepoll: no getsockopt per request ($(gso_of $n poll), $(gso_of $n linux-sysepoll))" \
+	    awk -v a="$(gso_of $n poll)" -v b="$(gso_of $n linux-sysepoll)" \
 	    'BEGIN { exit !(a != "" && b != "" && a + 0 < 0.5 && b + 0 < 0.5) }'
 done
 check "httpd-kq.tsv: kqueue / linux-sysepoll ratios for N=0 and N=4" \
