@@ -81,7 +81,7 @@ static inline uint64_t
 fdreg_key(int fd, uint32_t reg)
 {
 	return (uint64_t)(unsigned)fd |
-	    (R_KIND(reg) == K_LISTEN ? KQ_NOCOUNT : 0);
+	    (k_is_listener(R_KIND(reg)) ? KQ_NOCOUNT : 0);
 }
 
 /* Does kn take part in its descriptor's epoll registration? */
@@ -154,26 +154,31 @@ fdreg_events(uint32_t want)
 
 /*
  * Record what fd turned out to be (filt_fd.c learns it lazily).  A change
- * to or from K_LISTEN changes the registration's key (KQ_NOCOUNT): a plain
- * level-triggered registration is restated at once (EPOLL_CTL_MOD
+ * to or from a listener kind changes the registration's key (KQ_NOCOUNT):
+ * a plain level-triggered registration is restated at once (EPOLL_CTL_MOD
  * re-reports only a level that holds anyway); an edge-triggered, exclusive
  * or one-shot one keeps its key until its next change, as a new edge or a
- * re-armed one-shot would be a spurious event.  A stale key costs only
- * speed: without the prefetched count EVFILT_READ takes its own.
+ * re-armed one-shot would be a spurious event.  Nor is it restated for an
+ * EV_ONESHOT knote, which is about to go with its registration.  A stale
+ * key costs only speed: without the prefetched count EVFILT_READ takes
+ * its own.
  */
 void
 fdreg_kind(struct kqueue *kq, int fd, int kind)
 {
-	struct knote *chain = knote_fdchain(kq, fd);
+	struct knote *kn, *chain = knote_fdchain(kq, fd);
 	struct epoll_event ev;
 	uint32_t reg;
 
 	if (chain == NULL)
 		return;
 	reg = (chain->kn_reg & ~R_KINDMASK) | ((uint32_t)kind << R_KINDSHIFT);
-	if ((R_KIND(chain->kn_reg) == K_LISTEN) != (kind == K_LISTEN) &&
+	for (kn = chain; kn != NULL; kn = kn->kn_link)
+		if (kn->kn_flags & EV_ONESHOT)
+			break;
+	if (k_is_listener(R_KIND(chain->kn_reg)) != k_is_listener(kind) &&
 	    (reg & (R_REG | R_NOPOLL | R_ET | R_EXCL | R_ONESHOT)) == R_REG &&
-	    (reg & R_ANYIN) != 0 && !kq->kq_dead) {
+	    (reg & R_ANYIN) != 0 && kn == NULL && !kq->kq_dead) {
 		ev.events = fdreg_events(reg & R_WANTMASK);
 		ev.data.u64 = fdreg_key(fd, reg);
 		/* On failure (the number was closed) the next change finds

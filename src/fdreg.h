@@ -36,6 +36,7 @@
 #define K_LISTEN	7	/* listening socket */
 #define K_DGRAM		8	/* datagram socket (DGRAM, SEQPACKET, RAW) */
 #define K_UDGRAM	9	/* AF_UNIX datagram socket (DGRAM) */
+#define K_ULISTEN	10	/* listening socket of another family */
 
 #define R_KIND(r)	(((r) & R_KINDMASK) >> R_KINDSHIFT)
 
@@ -43,7 +44,15 @@
 static inline int
 k_is_socket(int k)
 {
-	return k == K_SOCK || k == K_DGRAM || k == K_UDGRAM || k == K_LISTEN;
+	return k == K_SOCK || k == K_DGRAM || k == K_UDGRAM || k == K_LISTEN ||
+	    k == K_ULISTEN;
+}
+
+/* Is descriptor kind k a listening socket (no FIONREAD: KQ_NOCOUNT)? */
+static inline int
+k_is_listener(int k)
+{
+	return k == K_LISTEN || k == K_ULISTEN;
 }
 
 int	fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force);

@@ -218,31 +218,48 @@ sock_eof_error(struct kqueue *kq, struct knote *kn, uint32_t mask)
 
 /*
  * Connections waiting on socket kn, which refused FIONREAD (or is known as
- * a TCP listener, K_LISTEN, and was not asked).  Returns the count, or -1
- * if kn was recorded as a listener but no longer listens (connect() with
- * AF_UNSPEC made it a plain socket again): the caller then counts bytes.
- * A TCP listener is recorded as K_LISTEN the first time (fdreg_kind), so
- * that its later events skip the FIONREAD that fails.
+ * a listener and was not asked).  Returns the count, with *listener set if
+ * kn is a listening socket; or -1 if kn was recorded as a TCP listener but
+ * no longer listens (connect() with AF_UNSPEC made it a plain socket
+ * again): the caller then counts bytes.  A TCP listener reports its accept
+ * queue's length (TCP_INFO); a listener of another family (AF_UNIX) 1 or 0
+ * from poll(), Linux having no cheap count.  Either is recorded the first
+ * time (K_LISTEN, K_ULISTEN: fdreg_kind), so that its later events go
+ * straight here, skipping the FIONREAD that fails.  Another socket that
+ * refuses FIONREAD (netlink ...) reports 1, as before it was looked at.
  */
 static int64_t
-listen_backlog(struct kqueue *kq, struct knote *kn)
+listen_backlog(struct kqueue *kq, struct knote *kn, int *listener)
 {
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
-	int fd = (int)kn->kn_ident, was = R_KIND(kn->kn_reg) == K_LISTEN;
+	int fd = (int)kn->kn_ident, k = R_KIND(kn->kn_reg), on = 0, r;
 
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-	    ti.tcpi_state == 10 /* TCP_LISTEN */) {
-		if (!was)
-			fdreg_kind(kq, fd, K_LISTEN);
-		return ti.tcpi_unacked;
+	*listener = 0;
+	if (k != K_ULISTEN) {
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+			if (ti.tcpi_state == 10 /* TCP_LISTEN */) {
+				if (k != K_LISTEN)
+					fdreg_kind(kq, fd, K_LISTEN);
+				*listener = 1;
+				return ti.tcpi_unacked;
+			}
+			if (k == K_LISTEN) {
+				fdreg_kind(kq, fd, K_SOCK);
+				return -1;
+			}
+			return 1;
+		}
+		len = sizeof(on);
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 ||
+		    !on)
+			return 1;
+		fdreg_kind(kq, fd, K_ULISTEN);
 	}
-	if (was) {
-		fdreg_kind(kq, fd, K_SOCK);
-		return -1;
-	}
-	/* AF_UNIX listeners: Linux has no cheap count; report one. */
-	return 1;
+	/* An AF_UNIX listener cannot stop listening. */
+	*listener = 1;
+	r = fd_poll(fd, POLLIN);
+	return r > 0 && (r & EPOLLIN) ? 1 : 0;
 }
 
 static int
@@ -332,7 +349,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
 	int fd = (int)kn->kn_ident, n, eof, k, r, stale, pre;
-	int lowat = (kn->kn_sfflags & NOTE_LOWAT) != 0;
+	int lowat = (kn->kn_sfflags & NOTE_LOWAT) != 0, listener;
 	int64_t data;
 
 	if (kn->kn_reg & R_NOPOLL)
@@ -360,7 +377,7 @@ filt_read(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	if (pre) {
 		r = out->data < 0 ? (int)out->data : 0;
 		n = r == 0 ? (int)out->data : 0;
-	} else if (R_KIND(kn->kn_reg) == K_LISTEN)
+	} else if (k_is_listener(R_KIND(kn->kn_reg)))
 		r = -EINVAL;	/* what FIONREAD says of a listener */
 	else
 count:
@@ -395,7 +412,7 @@ count:
 			return r;
 		k = fd_kind(kq, kn);
 		if (k_is_socket(k)) {
-			if ((data = listen_backlog(kq, kn)) < 0)
+			if ((data = listen_backlog(kq, kn, &listener)) < 0)
 				goto count;
 			/*
 			 * FreeBSD's filt_solisten: ready while a connection
@@ -403,9 +420,10 @@ count:
 			 * the last one since epoll looked), NOTE_LOWAT
 			 * ignored.
 			 */
-			if (data == 0 && !eof)
+			if (listener && data == 0 && !eof)
 				return 0;
-			lowat = 0;
+			if (listener)
+				lowat = 0;
 		} else if (k == K_EVENTFD)
 			data = eventfd_count(fd);
 		else if (k == K_KQUEUE) {
@@ -445,7 +463,7 @@ write_space(struct kqueue *kq, struct knote *kn)
 			return r == -EBADF ? -1 : 0;
 		return cap - n > 0 ? cap - n : 0;
 	}
-	if (k == K_SOCK || k == K_DGRAM || k == K_UDGRAM) {
+	if (k_is_socket(k)) {
 		uint32_t mi[SK_MEMINFO_VARS];
 		socklen_t len = sizeof(mi);
 		int64_t used;

@@ -10,12 +10,19 @@
  * activates the knote (what EV_CLEAR reports again); accept() does not.
  * EV_DISPATCH disables the knote when it is reported, EV_ONESHOT deletes
  * it; a re-enabled or re-added knote is reported if connections wait.
+ * The same holds for AF_UNIX listeners, but for data, which kq (Linux)
+ * reports as 1: the oracle asks only for 1 <= data <= queue there.
  *
  * Every scenario runs in a child with a time limit (engine-helpers.h).
  * KQ_LISTEN_SEED picks the first seed of the generated sequences.
  */
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <sys/un.h>
+#ifdef __linux__
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#endif
 
 #include "engine-helpers.h"
 
@@ -37,36 +44,102 @@ l_rnd(uint32_t *s)
 	return *s;
 }
 
-/* A non-blocking TCP listener on the loopback; its address in *sin. */
-static int
-l_listener(struct sockaddr_in *sin)
+/* A listening socket and where to connect to it. */
+struct l_addr {
+	int			 fam;	/* AF_INET or AF_UNIX */
+	struct sockaddr_in	 sin;
+	struct sockaddr_un	 sun;
+};
+
+static const struct sockaddr *
+l_sa(const struct l_addr *a, socklen_t *len)
 {
-	socklen_t len = sizeof(*sin);
+	if (a->fam == AF_UNIX) {
+		*len = sizeof(a->sun);
+		return (const struct sockaddr *)&a->sun;
+	}
+	*len = sizeof(a->sin);
+	return (const struct sockaddr *)&a->sin;
+}
+
+/*
+ * A non-blocking listener of family fam: TCP on the loopback, or AF_UNIX
+ * at a fresh path under /tmp (removed again at once: connect() needs it
+ * only while the test runs, and l_unlink() removes it).
+ */
+static int
+l_listener_fam(int fam, struct l_addr *a)
+{
+	static int seq;
+	socklen_t len;
 	int s;
 
-	E_SYS(s = socket(AF_INET, SOCK_STREAM, 0));
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	E_SYS(bind(s, (struct sockaddr *)sin, sizeof(*sin)));
+	memset(a, 0, sizeof(*a));
+	a->fam = fam;
+	E_SYS(s = socket(fam, SOCK_STREAM, 0));
+	if (fam == AF_UNIX) {
+		a->sun.sun_family = AF_UNIX;
+		snprintf(a->sun.sun_path, sizeof(a->sun.sun_path),
+		    "/tmp/kq-listen-%d-%d", (int)getpid(), seq++);
+		(void)unlink(a->sun.sun_path);
+	} else {
+		a->sin.sin_family = AF_INET;
+		a->sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	}
+	{
+		const struct sockaddr *sa = l_sa(a, &len);
+
+		E_SYS(bind(s, sa, len));
+	}
 	E_SYS(listen(s, L_BACKLOG));
-	E_SYS(getsockname(s, (struct sockaddr *)sin, &len));
+	if (fam == AF_INET) {
+		len = sizeof(a->sin);
+		E_SYS(getsockname(s, (struct sockaddr *)&a->sin, &len));
+	}
 	E_SYS(fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK));
 	return s;
 }
 
+static void
+l_unlink(const struct l_addr *a)
+{
+	if (a->fam == AF_UNIX)
+		(void)unlink(a->sun.sun_path);
+}
+
+/* A non-blocking TCP listener on the loopback; its address in *sin. */
+static int
+l_listener(struct sockaddr_in *sin)
+{
+	struct l_addr a;
+	int s = l_listener_fam(AF_INET, &a);
+
+	*sin = a.sin;
+	return s;
+}
+
 /*
- * Connect to sin and close the client end at once: the connection stays
+ * Connect to a and close the client end at once: the connection stays
  * in the listener's queue (with a FIN behind it) until it is accepted.
  */
 static void
-l_connect(const struct sockaddr_in *sin)
+l_connect_to(const struct l_addr *a)
 {
+	socklen_t len;
+	const struct sockaddr *sa = l_sa(a, &len);
 	int c;
 
-	E_SYS(c = socket(AF_INET, SOCK_STREAM, 0));
-	E_SYS(connect(c, (const struct sockaddr *)sin, sizeof(*sin)));
+	E_SYS(c = socket(a->fam, SOCK_STREAM, 0));
+	E_SYS(connect(c, sa, len));
 	close(c);
+}
+
+static void
+l_connect(const struct sockaddr_in *sin)
+{
+	struct l_addr a = { .fam = AF_INET, .sin = *sin };
+
+	l_connect_to(&a);
 }
 
 /*
@@ -74,7 +147,7 @@ l_connect(const struct sockaddr_in *sin)
  * exactly q connections wait: the handshakes complete asynchronously.
  */
 static void
-l_settle(int probe, int ls, int q)
+l_settle_fam(int probe, int ls, int q, int fam)
 {
 	int64_t deadline = e_now_ms() + 2000;
 	struct kevent ev;
@@ -84,12 +157,18 @@ l_settle(int probe, int ls, int q)
 		r = e_wait(probe, &ev, 1, 5);
 		E_CHECK(r >= 0, "probe kevent: %s", strerror(errno));
 		if (q == 0 ? r == 0 : (r == 1 && (int)ev.ident == ls &&
-		    ev.data == q))
+		    (fam == AF_UNIX ? ev.data >= 1 : ev.data == q)))
 			return;
 		E_CHECK(e_now_ms() < deadline, "the probe knote never "
 		    "reported %d waiting connections (last: %d events, "
 		    "data %jd)", q, r, r == 1 ? (intmax_t)ev.data : -1);
 	}
+}
+
+static void
+l_settle(int probe, int ls, int q)
+{
+	l_settle_fam(probe, ls, q, AF_INET);
 }
 
 /* ------------------------------------------------------------------ */
@@ -120,8 +199,8 @@ struct l_oracle {
 };
 
 static void
-l_scan(int kq, int ls, enum l_mode m, struct l_oracle *o, uint32_t seed,
-    int step)
+l_scan(int kq, int ls, enum l_mode m, int fam, struct l_oracle *o,
+    uint32_t seed, int step)
 {
 	struct kevent ev[4];
 	int want = o->armed && o->q > 0 && (m != L_CLEAR || o->pending);
@@ -137,24 +216,25 @@ l_scan(int kq, int ls, enum l_mode m, struct l_oracle *o, uint32_t seed,
 	    ev[0].udata == (void *)&o->q, "%s, seed %#x, step %d: a foreign "
 	    "event (ident %ju, filter %d)", l_mode_name[m], seed, step,
 	    (uintmax_t)ev[0].ident, ev[0].filter);
-	E_CHECK(ev[0].data == o->q && !(ev[0].flags & EV_EOF),
-	    "%s, seed %#x, step %d: data %jd flags %#x, expected %d waiting "
-	    "connections", l_mode_name[m], seed, step, (intmax_t)ev[0].data,
-	    ev[0].flags, o->q);
+	E_CHECK((fam == AF_UNIX ? ev[0].data >= 1 && ev[0].data <= o->q :
+	    ev[0].data == o->q) && !(ev[0].flags & EV_EOF),
+	    "%s, %s, seed %#x, step %d: data %jd flags %#x, expected %d "
+	    "waiting connections", l_mode_name[m], fam == AF_UNIX ? "AF_UNIX" :
+	    "TCP", seed, step, (intmax_t)ev[0].data, ev[0].flags, o->q);
 	o->pending = 0;
 	if (m == L_DISPATCH || m == L_ONESHOT)
 		o->armed = 0;
 }
 
 static void
-l_sequence(enum l_mode m, uint32_t seed)
+l_sequence(enum l_mode m, int fam, uint32_t seed)
 {
-	struct sockaddr_in sin;
+	struct l_addr la;
 	struct l_oracle o = { 0, 1, 0 };
 	int kq, probe, ls, a;
 	uint32_t s = seed;
 
-	ls = l_listener(&sin);
+	ls = l_listener_fam(fam, &la);
 	E_SYS(kq = kqueue());
 	E_SYS(probe = kqueue());
 	E_CHANGE(probe, ls, EVFILT_READ, EV_ADD, 0, 0, NULL);
@@ -169,10 +249,10 @@ l_sequence(enum l_mode m, uint32_t seed)
 			if (o.q + n > L_QMAX)
 				break;
 			for (int i = 0; i < n; i++)
-				l_connect(&sin);
+				l_connect_to(&la);
 			o.q += n;
 			o.pending = 1;
-			l_settle(probe, ls, o.q);
+			l_settle_fam(probe, ls, o.q, fam);
 			break;
 		}
 		case 2: {	/* accept some */
@@ -200,7 +280,7 @@ l_sequence(enum l_mode m, uint32_t seed)
 				o.pending = 1;
 			break;
 		default:	/* scan */
-			l_scan(kq, ls, m, &o, seed, step);
+			l_scan(kq, ls, m, fam, &o, seed, step);
 			break;
 		}
 	}
@@ -211,23 +291,28 @@ l_sequence(enum l_mode m, uint32_t seed)
 	    strerror(errno));
 	E_CHECK(o.q == 0, "%s, seed %#x: %d connections never arrived or "
 	    "came twice", l_mode_name[m], seed, o.q);
-	l_scan(kq, ls, m, &o, seed, L_STEPS);
+	l_scan(kq, ls, m, fam, &o, seed, L_STEPS);
+	l_unlink(&la);
 	close(ls);
 	close(probe);
 	close(kq);
 }
 
+/* arg: the mode, | L_UNIX for an AF_UNIX listener. */
+#define L_UNIX	0x100
+
 static int
 l_sequences_child(void *arg)
 {
-	enum l_mode m = (enum l_mode)(intptr_t)arg;
+	enum l_mode m = (enum l_mode)((intptr_t)arg & 0xff);
+	int fam = ((intptr_t)arg & L_UNIX) ? AF_UNIX : AF_INET;
 	const char *v = getenv("KQ_LISTEN_SEED");
 	uint32_t seed = v ? (uint32_t)strtoul(v, NULL, 0) : 0x9e3779b9u;
 
 	for (int i = 0; i < L_SEEDS; i++) {
 		uint32_t sd = seed + (uint32_t)i * 0x61c88647u;
 
-		l_sequence(m, sd != 0 ? sd : 1);
+		l_sequence(m, fam, sd != 0 ? sd : 1);
 	}
 	return 0;
 }
@@ -260,6 +345,34 @@ listen_queue_length_matches_oracle_oneshot(void **state)
 	E_RUN(l_sequences_child, (void *)(intptr_t)L_ONESHOT, 60);
 }
 
+static void
+unix_listener_readiness_matches_oracle_level(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)(L_LEVEL | L_UNIX), 60);
+}
+
+static void
+unix_listener_readiness_matches_oracle_clear(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)(L_CLEAR | L_UNIX), 60);
+}
+
+static void
+unix_listener_readiness_matches_oracle_dispatch(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)(L_DISPATCH | L_UNIX), 60);
+}
+
+static void
+unix_listener_readiness_matches_oracle_oneshot(void **state)
+{
+	(void)state;
+	E_RUN(l_sequences_child, (void *)(intptr_t)(L_ONESHOT | L_UNIX), 60);
+}
+
 /* ------------------------------------------------------------------ */
 /* Threads sharing the kqueue                                         */
 /* ------------------------------------------------------------------ */
@@ -272,6 +385,7 @@ struct lt_ctx {
 	int		 kq;
 	int		 ls;
 	enum l_mode	 mode;
+	int		 fam;
 	atomic_int	 accepted;
 	atomic_int	 stop;
 	atomic_int	 events;
@@ -324,13 +438,14 @@ static int
 lt_child(void *arg)
 {
 	struct lt_ctx c;
-	struct sockaddr_in sin;
+	struct l_addr la;
 	pthread_t thr[LT_THREADS];
 	int64_t deadline;
 
 	memset(&c, 0, sizeof(c));
-	c.mode = (enum l_mode)(intptr_t)arg;
-	c.ls = l_listener(&sin);
+	c.mode = (enum l_mode)((intptr_t)arg & 0xff);
+	c.fam = ((intptr_t)arg & L_UNIX) ? AF_UNIX : AF_INET;
+	c.ls = l_listener_fam(c.fam, &la);
 	E_SYS(c.kq = kqueue());
 	E_CHANGE(c.kq, c.ls, EVFILT_READ, EV_ADD | l_mode_flags[c.mode], 0,
 	    0, NULL);
@@ -345,7 +460,7 @@ lt_child(void *arg)
 			    l_mode_name[c.mode], atomic_load(&c.accepted), n);
 			e_sleep_ms(1);
 		}
-		l_connect(&sin);
+		l_connect_to(&la);
 	}
 	while (atomic_load(&c.accepted) < LT_CONNS) {
 		E_CHECK(e_now_ms() < deadline, "%s: %d of %d connections "
@@ -358,6 +473,7 @@ lt_child(void *arg)
 		pthread_join(thr[i], NULL);
 	E_CHECK(atomic_load(&c.accepted) == LT_CONNS, "%d accepted of %d",
 	    atomic_load(&c.accepted), LT_CONNS);
+	l_unlink(&la);
 	close(c.ls);
 	close(c.kq);
 	return 0;
@@ -389,6 +505,20 @@ listen_threads_accept_every_connection_oneshot(void **state)
 {
 	(void)state;
 	E_RUN(lt_child, (void *)(intptr_t)L_ONESHOT, 60);
+}
+
+static void
+unix_listener_threads_accept_every_connection_level(void **state)
+{
+	(void)state;
+	E_RUN(lt_child, (void *)(intptr_t)(L_LEVEL | L_UNIX), 60);
+}
+
+static void
+unix_listener_threads_accept_every_connection_clear(void **state)
+{
+	(void)state;
+	E_RUN(lt_child, (void *)(intptr_t)(L_CLEAR | L_UNIX), 60);
 }
 
 /* ------------------------------------------------------------------ */
@@ -450,6 +580,114 @@ l_unlisten_child(void *arg)
 	return 0;
 }
 
+/*
+ * The same with a WRITE knote beside an EV_CLEAR READ one (whose events
+ * never look at the listen queue again): once connected, the socket's
+ * send space is reported, and a NOTE_LOWAT mark below it fires.
+ */
+static int
+l_unlisten_write_child(void *arg)
+{
+	unsigned int lowat = (unsigned int)(intptr_t)arg;
+	struct sockaddr_in sin, sin2;
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+	struct kevent ev;
+	int kq, probe, ls, other, peer, a, r;
+
+	ls = l_listener(&sin);
+	other = l_listener(&sin2);
+	E_SYS(kq = kqueue());
+	E_SYS(probe = kqueue());
+	E_CHANGE(probe, ls, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	E_CHANGE(kq, ls, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	E_CHANGE(kq, ls, EVFILT_WRITE, EV_ADD, lowat ? NOTE_LOWAT : 0,
+	    lowat, NULL);
+	l_connect(&sin);
+	l_settle(probe, ls, 1);
+	r = e_wait(kq, &ev, 1, 1000);
+	E_CHECK(r == 1 && ev.filter == EVFILT_READ && ev.data == 1,
+	    "listener report: %d events, filter %d, data %jd", r,
+	    r == 1 ? ev.filter : 0, r == 1 ? (intmax_t)ev.data : -1);
+	E_CHECK((a = accept(ls, NULL, NULL)) >= 0, "accept: %s",
+	    strerror(errno));
+	close(a);
+	E_SYS(connect(ls, &un, sizeof(un)));
+	E_SYS(fcntl(ls, F_SETFL, fcntl(ls, F_GETFL) & ~O_NONBLOCK));
+	E_SYS(connect(ls, (struct sockaddr *)&sin2, sizeof(sin2)));
+	E_SYS(fcntl(other, F_SETFL, fcntl(other, F_GETFL) & ~O_NONBLOCK));
+	E_SYS(peer = accept(other, NULL, NULL));
+	r = e_wait(kq, &ev, 1, 2000);
+	E_CHECK(r == 1 && ev.filter == EVFILT_WRITE && ev.data > 0 &&
+	    ev.data >= (int64_t)lowat, "the former listener, connected: %d "
+	    "events, filter %d, data %jd (NOTE_LOWAT %u)", r,
+	    r == 1 ? ev.filter : 0, r == 1 ? (intmax_t)ev.data : -1, lowat);
+	close(peer);
+	close(ls);
+	close(other);
+	close(probe);
+	close(kq);
+	return 0;
+}
+
+static void
+former_listener_reports_send_space(void **state)
+{
+	(void)state;
+	E_RUN(l_unlisten_write_child, (void *)(intptr_t)0, 20);
+}
+
+static void
+former_listener_fires_write_low_water_mark(void **state)
+{
+	(void)state;
+	E_RUN(l_unlisten_write_child, (void *)(intptr_t)1, 20);
+}
+
+/*
+ * A socket that is no listener and has no byte count (FIONREAD fails on
+ * netlink): NOTE_LOWAT still holds its event back while data (1) is
+ * below the mark.
+ */
+static int
+l_netlink_lowat_child(void *arg)
+{
+	struct {
+		struct nlmsghdr	h;
+		struct rtgenmsg	g;
+	} req;
+	struct kevent ev;
+	int s, kq, r;
+
+	(void)arg;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = sizeof(req);
+	req.h.nlmsg_type = RTM_GETLINK;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.h.nlmsg_seq = 1;
+	req.g.rtgen_family = AF_UNSPEC;
+	E_SYS(s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
+	E_SYS(kq = kqueue());
+	E_CHANGE(kq, s, EVFILT_READ, EV_ADD, NOTE_LOWAT, 1 << 30, NULL);
+	E_CHECK(send(s, &req, sizeof(req), 0) == (ssize_t)sizeof(req),
+	    "send: %s", strerror(errno));
+	r = e_wait(kq, &ev, 1, 300);
+	E_CHECK(r == 0, "reported below its NOTE_LOWAT mark: data %jd",
+	    r == 1 ? (intmax_t)ev.data : -1);
+	E_CHANGE(kq, s, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	r = e_wait(kq, &ev, 1, 2000);
+	E_CHECK(r == 1 && ev.data >= 1, "without the mark: %d events", r);
+	close(s);
+	close(kq);
+	return 0;
+}
+
+static void
+socket_without_byte_count_keeps_note_lowat(void **state)
+{
+	(void)state;
+	E_RUN(l_netlink_lowat_child, NULL, 20);
+}
+
 static void
 listener_that_stops_listening_reports_bytes_level(void **state)
 {
@@ -473,13 +711,22 @@ main(void)
 		cmocka_unit_test(listen_queue_length_matches_oracle_clear),
 		cmocka_unit_test(listen_queue_length_matches_oracle_dispatch),
 		cmocka_unit_test(listen_queue_length_matches_oracle_oneshot),
+		cmocka_unit_test(unix_listener_readiness_matches_oracle_level),
+		cmocka_unit_test(unix_listener_readiness_matches_oracle_clear),
+		cmocka_unit_test(unix_listener_readiness_matches_oracle_dispatch),
+		cmocka_unit_test(unix_listener_readiness_matches_oracle_oneshot),
 		cmocka_unit_test(listen_threads_accept_every_connection_level),
 		cmocka_unit_test(listen_threads_accept_every_connection_clear),
 		cmocka_unit_test(listen_threads_accept_every_connection_dispatch),
 		cmocka_unit_test(listen_threads_accept_every_connection_oneshot),
+		cmocka_unit_test(unix_listener_threads_accept_every_connection_level),
+		cmocka_unit_test(unix_listener_threads_accept_every_connection_clear),
 #ifdef __linux__
 		cmocka_unit_test(listener_that_stops_listening_reports_bytes_level),
 		cmocka_unit_test(listener_that_stops_listening_reports_bytes_clear),
+		cmocka_unit_test(former_listener_reports_send_space),
+		cmocka_unit_test(former_listener_fires_write_low_water_mark),
+		cmocka_unit_test(socket_without_byte_count_keeps_note_lowat),
 #endif
 	};
 
