@@ -317,60 +317,11 @@ l_sequences_child(void *arg)
 	return 0;
 }
 
+/* The cmocka test: its initial state is l_sequences_child's arg. */
 static void
-listen_queue_length_matches_oracle_level(void **state)
+l_sequences_test(void **state)
 {
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)L_LEVEL, 60);
-}
-
-static void
-listen_queue_length_matches_oracle_clear(void **state)
-{
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)L_CLEAR, 60);
-}
-
-static void
-listen_queue_length_matches_oracle_dispatch(void **state)
-{
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)L_DISPATCH, 60);
-}
-
-static void
-listen_queue_length_matches_oracle_oneshot(void **state)
-{
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)L_ONESHOT, 60);
-}
-
-static void
-unix_listener_readiness_matches_oracle_level(void **state)
-{
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)(L_LEVEL | L_UNIX), 60);
-}
-
-static void
-unix_listener_readiness_matches_oracle_clear(void **state)
-{
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)(L_CLEAR | L_UNIX), 60);
-}
-
-static void
-unix_listener_readiness_matches_oracle_dispatch(void **state)
-{
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)(L_DISPATCH | L_UNIX), 60);
-}
-
-static void
-unix_listener_readiness_matches_oracle_oneshot(void **state)
-{
-	(void)state;
-	E_RUN(l_sequences_child, (void *)(intptr_t)(L_ONESHOT | L_UNIX), 60);
+	E_RUN(l_sequences_child, *state, 60);
 }
 
 /* ------------------------------------------------------------------ */
@@ -479,46 +430,11 @@ lt_child(void *arg)
 	return 0;
 }
 
+/* The cmocka test: its initial state is lt_child's arg. */
 static void
-listen_threads_accept_every_connection_level(void **state)
+lt_test(void **state)
 {
-	(void)state;
-	E_RUN(lt_child, (void *)(intptr_t)L_LEVEL, 60);
-}
-
-static void
-listen_threads_accept_every_connection_clear(void **state)
-{
-	(void)state;
-	E_RUN(lt_child, (void *)(intptr_t)L_CLEAR, 60);
-}
-
-static void
-listen_threads_accept_every_connection_dispatch(void **state)
-{
-	(void)state;
-	E_RUN(lt_child, (void *)(intptr_t)L_DISPATCH, 60);
-}
-
-static void
-listen_threads_accept_every_connection_oneshot(void **state)
-{
-	(void)state;
-	E_RUN(lt_child, (void *)(intptr_t)L_ONESHOT, 60);
-}
-
-static void
-unix_listener_threads_accept_every_connection_level(void **state)
-{
-	(void)state;
-	E_RUN(lt_child, (void *)(intptr_t)(L_LEVEL | L_UNIX), 60);
-}
-
-static void
-unix_listener_threads_accept_every_connection_clear(void **state)
-{
-	(void)state;
-	E_RUN(lt_child, (void *)(intptr_t)(L_CLEAR | L_UNIX), 60);
+	E_RUN(lt_child, *state, 60);
 }
 
 /* ------------------------------------------------------------------ */
@@ -580,6 +496,12 @@ l_unlisten_child(void *arg)
 	return 0;
 }
 
+static void
+l_unlisten_test(void **state)
+{
+	E_RUN(l_unlisten_child, *state, 20);
+}
+
 /*
  * The same with a WRITE knote beside an EV_CLEAR READ one (whose events
  * never look at the listen queue again): once connected, the socket's
@@ -630,17 +552,9 @@ l_unlisten_write_child(void *arg)
 }
 
 static void
-former_listener_reports_send_space(void **state)
+l_unlisten_write_test(void **state)
 {
-	(void)state;
-	E_RUN(l_unlisten_write_child, (void *)(intptr_t)0, 20);
-}
-
-static void
-former_listener_fires_write_low_water_mark(void **state)
-{
-	(void)state;
-	E_RUN(l_unlisten_write_child, (void *)(intptr_t)1, 20);
+	E_RUN(l_unlisten_write_child, *state, 20);
 }
 
 /*
@@ -688,44 +602,53 @@ socket_without_byte_count_keeps_note_lowat(void **state)
 	E_RUN(l_netlink_lowat_child, NULL, 20);
 }
 
-static void
-listener_that_stops_listening_reports_bytes_level(void **state)
-{
-	(void)state;
-	E_RUN(l_unlisten_child, (void *)(intptr_t)0, 20);
-}
-
-static void
-listener_that_stops_listening_reports_bytes_clear(void **state)
-{
-	(void)state;
-	E_RUN(l_unlisten_child, (void *)(intptr_t)EV_CLEAR, 20);
-}
 #endif
+
+/* A test of one scenario in one mode: arg is its cmocka initial state. */
+#define L_TEST(name, fn, arg) \
+	{ #name, fn, NULL, NULL, (void *)(intptr_t)(arg) }
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(listen_queue_length_matches_oracle_level),
-		cmocka_unit_test(listen_queue_length_matches_oracle_clear),
-		cmocka_unit_test(listen_queue_length_matches_oracle_dispatch),
-		cmocka_unit_test(listen_queue_length_matches_oracle_oneshot),
-		cmocka_unit_test(unix_listener_readiness_matches_oracle_level),
-		cmocka_unit_test(unix_listener_readiness_matches_oracle_clear),
-		cmocka_unit_test(unix_listener_readiness_matches_oracle_dispatch),
-		cmocka_unit_test(unix_listener_readiness_matches_oracle_oneshot),
-		cmocka_unit_test(listen_threads_accept_every_connection_level),
-		cmocka_unit_test(listen_threads_accept_every_connection_clear),
-		cmocka_unit_test(listen_threads_accept_every_connection_dispatch),
-		cmocka_unit_test(listen_threads_accept_every_connection_oneshot),
-		cmocka_unit_test(unix_listener_threads_accept_every_connection_level),
-		cmocka_unit_test(unix_listener_threads_accept_every_connection_clear),
+		L_TEST(listen_queue_length_matches_oracle_level,
+		    l_sequences_test, L_LEVEL),
+		L_TEST(listen_queue_length_matches_oracle_clear,
+		    l_sequences_test, L_CLEAR),
+		L_TEST(listen_queue_length_matches_oracle_dispatch,
+		    l_sequences_test, L_DISPATCH),
+		L_TEST(listen_queue_length_matches_oracle_oneshot,
+		    l_sequences_test, L_ONESHOT),
+		L_TEST(unix_listener_readiness_matches_oracle_level,
+		    l_sequences_test, L_LEVEL | L_UNIX),
+		L_TEST(unix_listener_readiness_matches_oracle_clear,
+		    l_sequences_test, L_CLEAR | L_UNIX),
+		L_TEST(unix_listener_readiness_matches_oracle_dispatch,
+		    l_sequences_test, L_DISPATCH | L_UNIX),
+		L_TEST(unix_listener_readiness_matches_oracle_oneshot,
+		    l_sequences_test, L_ONESHOT | L_UNIX),
+		L_TEST(listen_threads_accept_every_connection_level,
+		    lt_test, L_LEVEL),
+		L_TEST(listen_threads_accept_every_connection_clear,
+		    lt_test, L_CLEAR),
+		L_TEST(listen_threads_accept_every_connection_dispatch,
+		    lt_test, L_DISPATCH),
+		L_TEST(listen_threads_accept_every_connection_oneshot,
+		    lt_test, L_ONESHOT),
+		L_TEST(unix_listener_threads_accept_every_connection_level,
+		    lt_test, L_LEVEL | L_UNIX),
+		L_TEST(unix_listener_threads_accept_every_connection_clear,
+		    lt_test, L_CLEAR | L_UNIX),
 #ifdef __linux__
-		cmocka_unit_test(listener_that_stops_listening_reports_bytes_level),
-		cmocka_unit_test(listener_that_stops_listening_reports_bytes_clear),
-		cmocka_unit_test(former_listener_reports_send_space),
-		cmocka_unit_test(former_listener_fires_write_low_water_mark),
+		L_TEST(listener_that_stops_listening_reports_bytes_level,
+		    l_unlisten_test, 0),
+		L_TEST(listener_that_stops_listening_reports_bytes_clear,
+		    l_unlisten_test, EV_CLEAR),
+		L_TEST(former_listener_reports_send_space,
+		    l_unlisten_write_test, 0),
+		L_TEST(former_listener_fires_write_low_water_mark,
+		    l_unlisten_write_test, 1),
 		cmocka_unit_test(socket_without_byte_count_keeps_note_lowat),
 #endif
 	};
