@@ -75,20 +75,20 @@ static int
 fd_kind(struct kqueue *kq, struct knote *kn)
 {
 	struct stat st;
-	int k = R_KIND(kn->kn_reg), fd = (int)kn->kn_ident;
+	int k = R_KIND(kn->kn_reg), fd = (int)kn->kn_ident, type = 0;
+	socklen_t len = sizeof(type);
 
 	if (k != K_UNKNOWN)
 		return k;
-	if (fstat(fd, &st) != 0)
-		return K_UNKNOWN;
-	if (S_ISSOCK(st.st_mode)) {
-		int type = 0;
-		socklen_t len = sizeof(type);
-
+	/*
+	 * Sockets, what servers watch most, are told by SO_TYPE alone (one
+	 * system call on a new connection's first event); anything else
+	 * fails it with ENOTSOCK and is looked at with fstat.
+	 */
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) {
 		k = K_SOCK;
-		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
-		    (type == SOCK_DGRAM || type == SOCK_SEQPACKET ||
-		    type == SOCK_RAW)) {
+		if (type == SOCK_DGRAM || type == SOCK_SEQPACKET ||
+		    type == SOCK_RAW) {
 			int dom = 0;
 
 			/* AF_UNIX SEQPACKET's FIONREAD counts every record
@@ -100,7 +100,11 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 			else if (type != SOCK_SEQPACKET)
 				k = K_UDGRAM;
 		}
-	} else if (S_ISFIFO(st.st_mode))
+	} else if (errno != ENOTSOCK || fstat(fd, &st) != 0)
+		return K_UNKNOWN;
+	else if (S_ISSOCK(st.st_mode))
+		k = K_SOCK;
+	else if (S_ISFIFO(st.st_mode))
 		k = K_PIPE;
 	else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
 		k = K_FILE;
