@@ -448,14 +448,34 @@ lt_test(void **state)
  * read data is the bytes queued.  (FreeBSD refuses connect() on a
  * listening socket, so the case does not arise there.)
  */
+/*
+ * Accept what waits on listener ls, stop it listening (connect() with
+ * AF_UNSPEC) and connect it to the listener other at sin2, blocking.
+ * Returns other's end of that connection.
+ */
+static int
+l_unlisten(int ls, int other, const struct sockaddr_in *sin2)
+{
+	struct sockaddr un = { .sa_family = AF_UNSPEC };
+	int a, peer;
+
+	while ((a = accept(ls, NULL, NULL)) >= 0)
+		close(a);
+	E_SYS(connect(ls, &un, sizeof(un)));
+	E_SYS(fcntl(ls, F_SETFL, fcntl(ls, F_GETFL) & ~O_NONBLOCK));
+	E_SYS(connect(ls, (const struct sockaddr *)sin2, sizeof(*sin2)));
+	E_SYS(fcntl(other, F_SETFL, fcntl(other, F_GETFL) & ~O_NONBLOCK));
+	E_SYS(peer = accept(other, NULL, NULL));
+	return peer;
+}
+
 static int
 l_unlisten_child(void *arg)
 {
 	unsigned short flags = (unsigned short)(intptr_t)arg;
 	struct sockaddr_in sin, sin2;
-	struct sockaddr un = { .sa_family = AF_UNSPEC };
 	struct kevent ev;
-	int kq, probe, ls, other, peer, a, r;
+	int kq, probe, ls, other, peer, r;
 
 	ls = l_listener(&sin);
 	other = l_listener(&sin2);
@@ -471,13 +491,7 @@ l_unlisten_child(void *arg)
 		E_CHECK(r == 1 && ev.data == i, "listener report %d: %d "
 		    "events, data %jd", i, r, r == 1 ? (intmax_t)ev.data : -1);
 	}
-	while ((a = accept(ls, NULL, NULL)) >= 0)
-		close(a);
-	E_SYS(connect(ls, &un, sizeof(un)));
-	E_SYS(fcntl(ls, F_SETFL, fcntl(ls, F_GETFL) & ~O_NONBLOCK));
-	E_SYS(connect(ls, (struct sockaddr *)&sin2, sizeof(sin2)));
-	E_SYS(fcntl(other, F_SETFL, fcntl(other, F_GETFL) & ~O_NONBLOCK));
-	E_SYS(peer = accept(other, NULL, NULL));
+	peer = l_unlisten(ls, other, &sin2);
 	E_CHECK(write(peer, "hello", 5) == 5, "write: %s", strerror(errno));
 	r = e_wait(kq, &ev, 1, 2000);
 	E_CHECK(r == 1 && (int)ev.ident == ls && ev.data == 5 &&
@@ -512,9 +526,8 @@ l_unlisten_write_child(void *arg)
 {
 	unsigned int lowat = (unsigned int)(intptr_t)arg;
 	struct sockaddr_in sin, sin2;
-	struct sockaddr un = { .sa_family = AF_UNSPEC };
 	struct kevent ev;
-	int kq, probe, ls, other, peer, a, r;
+	int kq, probe, ls, other, peer, r;
 
 	ls = l_listener(&sin);
 	other = l_listener(&sin2);
@@ -530,14 +543,7 @@ l_unlisten_write_child(void *arg)
 	E_CHECK(r == 1 && ev.filter == EVFILT_READ && ev.data == 1,
 	    "listener report: %d events, filter %d, data %jd", r,
 	    r == 1 ? ev.filter : 0, r == 1 ? (intmax_t)ev.data : -1);
-	E_CHECK((a = accept(ls, NULL, NULL)) >= 0, "accept: %s",
-	    strerror(errno));
-	close(a);
-	E_SYS(connect(ls, &un, sizeof(un)));
-	E_SYS(fcntl(ls, F_SETFL, fcntl(ls, F_GETFL) & ~O_NONBLOCK));
-	E_SYS(connect(ls, (struct sockaddr *)&sin2, sizeof(sin2)));
-	E_SYS(fcntl(other, F_SETFL, fcntl(other, F_GETFL) & ~O_NONBLOCK));
-	E_SYS(peer = accept(other, NULL, NULL));
+	peer = l_unlisten(ls, other, &sin2);
 	r = e_wait(kq, &ev, 1, 2000);
 	E_CHECK(r == 1 && ev.filter == EVFILT_WRITE && ev.data > 0 &&
 	    ev.data >= (int64_t)lowat, "the former listener, connected: %d "
