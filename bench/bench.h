@@ -500,6 +500,7 @@ extern const struct bench_scenario bench_prefork;
 extern const struct bench_scenario bench_threads;
 extern const struct bench_scenario bench_timers;
 extern const struct bench_scenario bench_httpd;
+extern const struct bench_scenario bench_wake;
 
 /* headline.c: the headline table, built from the scenarios' tables. */
 void headline_take(const struct bench_table *t);

@@ -33,6 +33,7 @@ static const struct bench_scenario *const registry[] = {
 	&bench_threads,
 	&bench_timers,
 	&bench_httpd,
+	&bench_wake,
 };
 #define NSCEN	((int)(sizeof(registry) / sizeof(registry[0])))
 
