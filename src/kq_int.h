@@ -245,6 +245,11 @@ struct kqsrc {
  */
 #define KQ_NOCOUNT	(UINT64_C(1) << 61)
 
+/*
+ * The fields kevent() reads on every call come first: the first cache line
+ * (up to kq_port) and the second (up to kq_nrepoll) are what a wake-up
+ * touches of it (the structure is 64-byte aligned, registry.c).
+ */
 struct kqueue {
 	_Atomic int	 kq_lock;	/* KQ_LOCK: 0 free, 1 held, 2 waited */
 	_Atomic uint32_t kq_refs;	/* the registry's, plus one per kevent()
@@ -267,6 +272,8 @@ struct kqueue {
 					   be stale and are re-checked */
 	uint32_t	 kq_rebuiltseq;	/* kq_regseq after the last rebuild
 					   (every earlier event is stale) */
+	int		 kq_port;	/* an event port (port_create), not a
+					   kqueue: kevent() refuses it */
 	struct knote	**kq_fdtab;	/* knote chains indexed by descriptor */
 	uint32_t	*kq_fdseq;	/* per descriptor, as kq_fdtab:
 					   kq_regseq after its last epoll_ctl
@@ -274,16 +281,14 @@ struct kqueue {
 					   staleness) */
 	int		 kq_fdtabsize;
 	int		 kq_nfdchains;	/* non-empty kq_fdtab slots */
+	int		 kq_nrepoll;	/* knotes that must be re-checked on a
+					   timer (EVFILT_EMPTY) */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;
 	struct knote	*kq_freekn;	/* cache of free 56-byte knotes */
 	void		*kq_slabs;	/* blocks the cache was carved from */
-	int		 kq_nrepoll;	/* knotes that must be re-checked on a
-					   timer (EVFILT_EMPTY) */
 	struct kqsrc	 kq_src[KQ_NSRC];
-	int		 kq_port;	/* an event port (port_create), not a
-					   kqueue: kevent() refuses it */
 	struct knote	*kq_alert;	/* a port in alert mode: while set,
 					   every collection reports this knote
 					   and nothing else (kq_collect); it
