@@ -424,10 +424,11 @@ count:
 			 * the last one since epoll looked), NOTE_LOWAT
 			 * ignored.
 			 */
-			if (listener && data == 0 && !eof)
-				return 0;
-			if (listener)
+			if (listener) {
+				if (data == 0 && !eof)
+					return 0;
 				lowat = 0;
+			}
 		} else if (k == K_EVENTFD)
 			data = eventfd_count(fd);
 		else if (k == K_KQUEUE) {

@@ -392,10 +392,11 @@ kq_ev_stale(const struct kqueue *kq, const struct epoll_event *e,
  * before kq_lock is taken again (a read-only query on a number the set has
  * just reported): the count, -errno if the descriptor has none (a listening
  * socket, an eventfd: the filter then goes straight to its other ways), or
- * INT_MIN when not asked (a listening TCP socket's key says KQ_NOCOUNT:
- * EVFILT_READ asks for its listen queue instead).  kq_translate uses it only if the event is
- * not stale (kq_ev_stale): the number then still names the registered
- * file, unless the application closed it behind the C library's back.
+ * INT_MIN when not asked (a listening socket's key says KQ_NOCOUNT:
+ * EVFILT_READ asks for its listen queue instead).  kq_translate uses it
+ * only if the event is not stale (kq_ev_stale): the number then still
+ * names the registered file, unless the application closed it behind the
+ * C library's back.
  * EVFILT_READ's one system call, made outside the lock, so that threads
  * sharing a kqueue make it in parallel as they would on a raw epoll set.
  */

@@ -239,7 +239,7 @@ struct kqsrc {
 
 /*
  * A descriptor's key is its number, plus KQ_NOCOUNT when it was registered
- * as a listening TCP socket (K_LISTEN): kq_scan then asks it for no
+ * as a listening socket (K_LISTEN, K_ULISTEN): kq_scan then asks it for no
  * FIONREAD before taking the lock, which a listener refuses (EINVAL), and
  * EVFILT_READ reads its listen queue instead.  See fdreg_key().
  */
