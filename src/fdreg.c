@@ -221,6 +221,37 @@ fdreg_sync(struct kqueue *kq, int fd)
 }
 
 /*
+ * Does fd still name the file registered under it?  Asked when its fresh
+ * epoll events gave no kevent twice in a row (kq_scan): its number may
+ * have been closed behind the C library's back while a dup() keeps the
+ * old file registered, and then taken by another file (or by nothing).
+ * If so, its knotes go, as FreeBSD's did at the close, and the set is
+ * rebuilt without the old registration.  kcmp answers without touching
+ * the registration; where it is refused, EPOLL_CTL_MOD restating the
+ * registration succeeds only on the registered file.  Under kq_lock.
+ */
+void
+fdreg_verify(struct kqueue *kq, int fd)
+{
+	struct knote *chain = knote_fdchain(kq, fd);
+	struct epoll_event ev;
+	int r;
+
+	if (chain == NULL || !(chain->kn_reg & R_REG) || kq->kq_dead)
+		return;
+	if ((r = epoll_holds(kq->kq_fd, fd)) < 0) {
+		ev.events = fdreg_events(chain->kn_reg & R_WANTMASK);
+		ev.data.u64 = fdreg_key(fd, chain->kn_reg);
+		r = fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) == 0 ||
+		    (errno != ENOENT && errno != EBADF);
+	}
+	if (r == 0) {
+		knote_drop_fd(kq, fd);
+		kq->kq_zombie = 1;
+	}
+}
+
+/*
  * Register every descriptor and internal source of kq in the new epoll set
  * epfd, as they are registered in the current one (kq_rebuild).
  * Descriptors that cannot be registered any more are dropped.
@@ -236,8 +267,10 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 		chain = kq->kq_fdtab[fd];
 		if (chain == NULL || !(chain->kn_reg & R_REG))
 			continue;
-		/* Only files still registered under their number move over. */
-		if (!epoll_holds(kq->kq_fd, fd)) {
+		/* Only files still registered under their number move over
+		   (never one of the kqueue's own: see kq_intfd_claim). */
+		if (kq_intfd_has(kq, (uintptr_t)fd) ||
+		    !epoll_holds(kq->kq_fd, fd)) {
 			knote_drop_fd(kq, fd);
 			continue;
 		}

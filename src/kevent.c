@@ -123,8 +123,9 @@ kq_change(struct kqueue *kq, struct kevent *kev)
 		    (kev->flags & (EV_ONESHOT | EV_DISPATCH)))
 			return EINVAL;
 	}
-	if (fop->f_isfd && kev->ident > INT_MAX)
-		return EBADF;
+	if (fop->f_isfd && (kev->ident > INT_MAX ||
+	    kq_intfd_has(kq, kev->ident)))
+		return EBADF;	/* not a number the program opened */
 	if (kq->kq_dead)
 		return EBADF;
 
@@ -419,10 +420,10 @@ kq_prefetch_nread(const struct epoll_event *e)
  */
 static int
 kq_translate(struct kqueue *kq, const struct epoll_event *e,
-    struct kevent *out, int room, int stale, int nread)
+    struct kevent *out, int room, int stale, int nread, int *quiet)
 {
 	struct knote *kn, *next, *chain;
-	int fd, k = 0, fired;
+	int fd, k = 0, fired, asked = 0;
 	uint32_t hint;
 
 	if (e->data.u64 & KQ_SRCKEY) {
@@ -489,6 +490,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		} else if (stale)
 			hint = 0;
 		r = fop->f_event(kq, kn, hint, &out[k]);
+		asked++;
 		if (r == KN_EVDROP) {
 			knote_drop(kq, kn);
 			continue;
@@ -510,7 +512,48 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 	}
 	if (fired)
 		fdreg_sync(kq, fd);
+	/* A fresh event that no knote found ready (see kq_quiet_check). */
+	*quiet = k == 0 && asked > 0 && !stale && knote_fdchain(kq, fd) != NULL;
 	return k;
+}
+
+/* Add fd to quiet[0..nq) unless there or full; returns the new count. */
+static int
+kq_quiet_add(int *quiet, int nq, int fd)
+{
+	int i;
+
+	for (i = 0; i < nq; i++)
+		if (quiet[i] == fd)
+			return nq;
+	if (nq < KQ_NQUIET)
+		quiet[nq++] = fd;
+	return nq;
+}
+
+/*
+ * The descriptors in quiet[0..nq) had fresh epoll events that gave no
+ * kevent in this wait.  Once is a lost race (another thread read the data
+ * first); a descriptor that does it again, here and in the previous wait
+ * that had such, may be a number closed behind the C library's back and
+ * reused while a dup() keeps the old, registered file ready -- a level
+ * registration would then wake every wait at once, for nothing, until the
+ * deadline.  fdreg_verify proves the number still ours or drops it.  Costs
+ * nothing on waits whose events all deliver.
+ */
+static void
+kq_quiet_check(struct kqueue *kq, const int *quiet, int nq)
+{
+	int i, j;
+
+	for (i = 0; i < nq; i++)
+		for (j = 0; j < kq->kq_nquiet; j++)
+			if (quiet[i] == kq->kq_quiet[j]) {
+				fdreg_verify(kq, quiet[i]);
+				break;
+			}
+	memcpy(kq->kq_quiet, quiet, (size_t)nq * sizeof(*quiet));
+	kq->kq_nquiet = nq;
 }
 
 /*
@@ -679,6 +722,7 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
     int nevents)
 {
 	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
+	int quiet[KQ_NQUIET], nq = 0, q;
 
 	if (__builtin_expect(kq->kq_alert != NULL, 0)) {
 		/* A port in alert mode reports its alert, and only that. */
@@ -737,7 +781,10 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 				    (R_REG | R_ET | R_ONESHOT)) == R_REG;
 			}
 			n += kq_translate(kq, &ev[i], out + n, nevents - n, 0,
-			    INT_MIN);
+			    INT_MIN, &q);
+			if (q)
+				nq = kq_quiet_add(quiet, nq,
+				    (int)ev[i].data.u64);
 			if (!again ||
 			    knote_fdchain(kq, (int)ev[i].data.u64) != chain)
 				used++;
@@ -759,6 +806,8 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 		} else
 			seen = 0;
 	}
+	if (nq > 0)
+		kq_quiet_check(kq, quiet, nq);
 	if (n < nevents && kq->kq_count > 0)
 		n += kq_scan_active(kq, out + n, nevents - n);
 	KQ_ASSERT(n >= 0 && n <= nevents);
@@ -803,6 +852,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	int nread[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
 	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0, fast;
+	int quiet[KQ_NQUIET], nq, q;
 	uint32_t seq;
 	uint64_t runs;
 
@@ -903,11 +953,17 @@ wait:
 			break;
 		}
 		n = 0;
+		nq = 0;
 		for (i = 0; i < r; i++) {
 			stale = kq_ev_stale(kq, &ev[i], seq);
 			n += kq_translate(kq, &ev[i], out + n, nevents - n,
-			    stale, nread[i]);
+			    stale, nread[i], &q);
+			if (q)
+				nq = kq_quiet_add(quiet, nq,
+				    (int)ev[i].data.u64);
 		}
+		if (nq > 0)
+			kq_quiet_check(kq, quiet, nq);
 		if (n > 0) {
 			/* A full batch: more may be ready; top up. */
 			if (n < nevents && (r == want || kq->kq_count > 0)) {

@@ -335,13 +335,58 @@ kq_src_register(int epfd, int slot, int fd, uint32_t events)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ? errno : 0;
 }
 
+/* Mark fd as the kqueue's own (see kq_int.h).  Returns 0 or ENOMEM. */
+int
+kq_intfd_claim(struct kqueue *kq, int fd)
+{
+	int w = fd / 64;
+
+	KQ_ASSERT(fd >= 0);
+	if (w >= kq->kq_intfdwords) {
+		int nw = kq->kq_intfdwords ? kq->kq_intfdwords : 1;
+		uint64_t *nb;
+
+		while (nw <= w)
+			nw *= 2;
+		nb = realloc(kq->kq_intfd, (size_t)nw * sizeof(*nb));
+		if (nb == NULL)
+			return ENOMEM;
+		memset(nb + kq->kq_intfdwords, 0,
+		    (size_t)(nw - kq->kq_intfdwords) * sizeof(*nb));
+		kq->kq_intfd = nb;
+		kq->kq_intfdwords = nw;
+	}
+	kq->kq_intfd[w] |= UINT64_C(1) << (fd % 64);
+	if (knote_fdchain(kq, fd) != NULL) {
+		/*
+		 * The kernel handed us a number the program's knotes still
+		 * hang under: it was closed behind the C library's back.
+		 * They go, as they would have at the close; a dup() may keep
+		 * the old file's registration in the set, so rebuild it.
+		 */
+		knote_drop_fd(kq, fd);
+		kq->kq_zombie = 1;
+	}
+	return 0;
+}
+
+/* fd is about to be closed: no longer the kqueue's. */
+void
+kq_intfd_release(struct kqueue *kq, int fd)
+{
+	if (fd >= 0 && fd / 64 < kq->kq_intfdwords)
+		kq->kq_intfd[fd / 64] &= ~(UINT64_C(1) << (fd % 64));
+}
+
 /* Register an internal descriptor in the kqueue's epoll set. */
 int
 kq_src_add_ev(struct kqueue *kq, int slot, int fd, uint32_t events,
     void (*ready)(struct kqueue *, struct kqsrc *, uint32_t))
 {
-	int e = kq_src_register(kq->kq_fd, slot, fd, events);
+	int e = kq_intfd_claim(kq, fd);
 
+	if (e == 0 && (e = kq_src_register(kq->kq_fd, slot, fd, events)) != 0)
+		kq_intfd_release(kq, fd);
 	if (e != 0)
 		return e;
 	kq->kq_src[slot].ks_fd = fd;
@@ -377,17 +422,25 @@ kq_knsrc_register(int epfd, const struct knote *kn, int fd, uint32_t events)
 int
 kq_knsrc_add(struct kqueue *kq, struct knote *kn, int fd, uint32_t events)
 {
+	int e;
+
 	if (kq->kq_dead)
 		return EBADF;
+	if ((e = kq_intfd_claim(kq, fd)) != 0)
+		return e;
 	kq->kq_regseq++;
-	return kq_knsrc_register(kq->kq_fd, kn, fd, events);
+	if ((e = kq_knsrc_register(kq->kq_fd, kn, fd, events)) != 0)
+		kq_intfd_release(kq, fd);
+	return e;
 }
 
+/* The knote's fd is about to be closed (after kq_knsrc_add succeeded). */
 void
 kq_knsrc_del(struct kqueue *kq, int fd)
 {
 	struct epoll_event ev;
 
+	kq_intfd_release(kq, fd);
 	if (kq->kq_dead)
 		return;
 	kq->kq_regseq++;
@@ -445,6 +498,9 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_fdtabsize = 0;
 	free(kq->kq_hash);
 	kq->kq_hash = NULL;
+	free(kq->kq_intfd);	/* the internal descriptors close next */
+	kq->kq_intfd = NULL;
+	kq->kq_intfdwords = 0;
 	kq->kq_hashmask = 0;
 	kq->kq_nhashed = 0;
 	for (s = kq->kq_slabs; s != NULL; s = next) {

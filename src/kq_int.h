@@ -245,6 +245,8 @@ struct kqsrc {
  */
 #define KQ_NOCOUNT	(UINT64_C(1) << 61)
 
+#define KQ_NQUIET	4	/* see kq_quiet */
+
 /*
  * The fields kevent() reads on every call come first: the first cache line
  * (up to kq_port) and the second (up to kq_nrepoll) are what a wake-up
@@ -289,6 +291,13 @@ struct kqueue {
 	struct knote	*kq_freekn;	/* cache of free 56-byte knotes */
 	void		*kq_slabs;	/* blocks the cache was carved from */
 	struct kqsrc	 kq_src[KQ_NSRC];
+	uint64_t	*kq_intfd;	/* bitmap by number of the kqueue's own
+					   descriptors (kq_intfd_claim) */
+	int		 kq_intfdwords;	/* 64-bit words in kq_intfd */
+	int		 kq_nquiet;	/* entries in kq_quiet */
+	int		 kq_quiet[KQ_NQUIET]; /* descriptors whose fresh epoll
+					   events gave no kevent, in the last
+					   wait that had such (kq_scan) */
 	struct knote	*kq_alert;	/* a port in alert mode: while set,
 					   every collection reports this knote
 					   and nothing else (kq_collect); it
@@ -552,6 +561,7 @@ filter_lookup(int filter)
 void		 fdreg_forget(struct kqueue *, int fd);
 void		 fdreg_kind(struct kqueue *, int fd, int kind);
 int		 fdreg_readd_all(struct kqueue *, int epfd);
+void		 fdreg_verify(struct kqueue *, int fd);
 
 /* filt_fd.c */
 extern const struct filterops fd_read_filtops;
@@ -585,6 +595,26 @@ int		 kq_knsrc_add(struct kqueue *, struct knote *, int fd,
 int		 kq_knsrc_register(int epfd, const struct knote *, int fd,
 		    uint32_t events);
 void		 kq_knsrc_del(struct kqueue *, int fd);
+
+/*
+ * The kqueue's own descriptors -- internal sources (kq_src), knotes' pidfds
+ * and timerfds (kq_knsrc_add) -- are marked in kq->kq_intfd while open.
+ * The program never opened them (on FreeBSD those numbers are closed), so
+ * a change naming one fails with EBADF (kq_change), and no registration of
+ * the program's may share a number with one in the epoll set: a knote
+ * chain still found under a number when kq is handed it belonged to a
+ * descriptor closed behind the C library's back, and kq_intfd_claim drops
+ * it.  Both under kq_lock.
+ */
+int		 kq_intfd_claim(struct kqueue *, int fd);
+void		 kq_intfd_release(struct kqueue *, int fd);
+
+static inline int
+kq_intfd_has(const struct kqueue *kq, uintptr_t fd)
+{
+	return fd / 64 < (uintptr_t)kq->kq_intfdwords &&
+	    ((kq->kq_intfd[fd / 64] >> (fd % 64)) & 1) != 0;
+}
 void		 kq_src_dispatch(struct kqueue *, uint64_t key, uint32_t events);
 
 /* the other filters, one file each */

@@ -13,12 +13,21 @@
  *     ENOENT once it names a file that has no knote;
  *   - EV_ADD on a reused number watches the new file;
  *   - the other knotes of the kqueue are not disturbed;
- *   - kevent() on a kqueue whose number was closed fails.
+ *   - kevent() on a kqueue whose number was closed fails;
+ *   - a wait is not woken again and again by the old file of a reused
+ *     number (it sleeps through its timeout);
+ *   - the kqueue's own descriptors are not numbers the program opened:
+ *     changes naming them fail with EBADF, also when one took the number
+ *     of a descriptor closed raw.
  * Linux only (the raw close and dup3 system calls).
  */
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "helpers.h"
 
@@ -444,6 +453,264 @@ kevent_on_kqueue_number_reused_behind_libc_fails(void **state)
 	assert_memory_equal(buf, "ok", 2);
 }
 
+/*
+ * A level-triggered knote whose number was closed raw while a dup() keeps
+ * its file open, the number then taken by another file: epoll goes on
+ * reporting the old file under the number at every wait.  That is no event
+ * (the knote went with the close, as on FreeBSD), and kevent() must sleep
+ * through its timeout, not spin on it; the new file can then be watched.
+ * Returns 0, or the number of the check that failed (it runs in a child
+ * too, see below).
+ */
+static int
+reused_number_wait_sleeps(void)
+{
+	int kq = kqueue(), p[2], q[2], keep, r = 0;
+	struct timespec t0, t1;
+	struct kevent ev;
+	int64_t cpu_ns;
+
+	if (kq < 0 || pipe(p) != 0)
+		return 1;
+	EV_SET(&ev, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		return 2;
+	keep = dup(p[0]);
+	if (keep < 0 || syscall(SYS_close, p[0]) != 0 || pipe(q) != 0)
+		return 3;
+	if (q[0] != p[0]) {
+		if (syscall(SYS_dup3, q[0], p[0], 0) != p[0] ||
+		    syscall(SYS_close, q[0]) != 0)
+			return 4;
+		q[0] = p[0];
+	}
+	if (write(p[1], "old", 3) != 3)
+		return 5;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	if (kevent(kq, NULL, 0, &ev, 1, &(struct timespec){ 0, 400000000 })
+	    != 0)
+		return 6;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	cpu_ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
+	    (t1.tv_nsec - t0.tv_nsec);
+	if (cpu_ns > 200000000) {
+		fprintf(stderr, "a 400 ms wait used %jd ms of CPU\n",
+		    (intmax_t)(cpu_ns / 1000000));
+		return 7;
+	}
+	if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != 0)
+		return 8;
+	EV_SET(&ev, q[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0 ||
+	    kevent(kq, NULL, 0, &ev, 1, &t_zero) != 0)
+		return 9;
+	if (write(q[1], "new!", 4) != 4)
+		return 10;
+	if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != 1 ||
+	    ev.ident != (uintptr_t)q[0] || ev.filter != EVFILT_READ ||
+	    ev.data != 4)
+		r = 11;
+	close(q[0]);
+	close(q[1]);
+	close(p[1]);
+	close(keep);
+	close(kq);
+	return r;
+}
+
+static void
+wait_on_level_knote_of_number_reused_while_a_dup_keeps_its_file_sleeps(
+    void **state)
+{
+	(void)state;
+	assert_int_equal(reused_number_wait_sleeps(), 0);
+}
+
+/*
+ * The same where kcmp(2) is refused (seccomp, as some containers do): kq
+ * must tell the reused number by other means.
+ */
+static void
+wait_on_reused_number_sleeps_where_kcmp_is_refused(void **state)
+{
+	struct sock_filter deny[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kcmp, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(deny) / sizeof(deny[0]), deny };
+	int st;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			T_EXIT(100);
+		errno = 0;
+		if (syscall(SYS_kcmp, getpid(), getpid(), 0, 0, 0) != -1 ||
+		    errno != EPERM)
+			T_EXIT(101);
+		T_EXIT(reused_number_wait_sleeps());
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* The descriptors open now, as a bitmap of the first 1024 numbers. */
+static void
+open_fds(unsigned char map[128])
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	assert_non_null(d);
+	memset(map, 0, 128);
+	while ((e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] != '.' && fd != dirfd(d) && fd < 1024)
+			map[fd / 8] |= (unsigned char)(1 << (fd % 8));
+	}
+	closedir(d);
+}
+
+static int
+fd_in(const unsigned char map[128], int fd)
+{
+	return (map[fd / 8] >> (fd % 8)) & 1;
+}
+
+/* The kernel's name of what fd is open on (readlink of /proc/self/fd). */
+static void
+fd_target(int fd, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, buf, len - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+}
+
+/*
+ * On Linux a kqueue holds descriptors of its own (an eventfd, a timerfd,
+ * a pidfd per watched process ...): the program never opened them, so on
+ * FreeBSD those numbers would be closed.  A change naming one fails with
+ * EBADF, and the kqueue's own events go on as before.
+ */
+static void
+change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, go[2], fd, n = 0, seen_timer = 0, seen_proc = 0, i, st;
+	struct kevent ev[4];
+	pid_t pid;
+	char c;
+
+	(void)state;
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		T_EXIT(read(go[0], &c, 1) == 0 ? 7 : 100);
+	}
+	close(go[0]);
+	open_fds(before);
+	kq = t_new_kq();
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 20, NULL);
+	t_change(kq, (uintptr_t)pid, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0, NULL);
+	t_change(kq, 2, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024; fd++) {
+		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
+			continue;
+		n++;
+		expect_change_error(kq, (uintptr_t)fd, EVFILT_READ, EV_ADD,
+		    EBADF);
+		expect_change_error(kq, (uintptr_t)fd, EVFILT_WRITE, EV_ADD,
+		    EBADF);
+		expect_change_error(kq, (uintptr_t)fd, EVFILT_READ, EV_DELETE,
+		    EBADF);
+	}
+	assert_true(n >= 2);	/* at least its eventfd and timerfd */
+	close(go[1]);
+	for (i = 0; i < 100 && !(seen_timer && seen_proc); i++) {
+		int r = kevent(kq, NULL, 0, ev, 4,
+		    &(struct timespec){ 0, 100000000 }), j;
+
+		assert_true(r >= 0);
+		for (j = 0; j < r; j++) {
+			if (ev[j].filter == EVFILT_TIMER)
+				seen_timer = 1;
+			else {
+				assert_int_equal(ev[j].filter, EVFILT_PROC);
+				assert_int_equal(ev[j].ident, (uintptr_t)pid);
+				assert_true(WIFEXITED(ev[j].data));
+				assert_int_equal(WEXITSTATUS(ev[j].data), 7);
+				seen_proc = 1;
+			}
+		}
+	}
+	assert_true(seen_timer && seen_proc);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+}
+
+/*
+ * A number closed raw while a dup() keeps its file, then taken by the
+ * kqueue itself for a new internal descriptor (the timerfd of its first
+ * timer): the closed number's knote is gone, the old file's readiness
+ * under the number is no event and no error, the timer fires on, and a
+ * change naming the number fails with EBADF.
+ */
+static void
+kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working(
+    void **state)
+{
+	int kq = t_new_kq(), p[2], keep, i, timers = 0;
+	struct kevent ev[4];
+	char name[128];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	t_track(p[1]);
+	t_change(kq, (uintptr_t)p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	keep = t_track(dup(p[0]));
+	raw_close(p[0]);
+	/* The lowest free number: the kqueue's timerfd takes it. */
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 10, NULL);
+	fd_target(p[0], name, sizeof(name));
+	if (strstr(name, "timerfd") == NULL)
+		fprintf(stderr, "number %d is %s\n", p[0], name);
+	assert_non_null(strstr(name, "timerfd"));
+	write_all(p[1], "x", 1);
+	for (i = 0; i < 5; i++) {
+		int r = kevent(kq, NULL, 0, ev, 4,
+		    &(struct timespec){ 1, 0 }), j;
+
+		if (r < 0)
+			fprintf(stderr, "kevent: %s\n", strerror(errno));
+		assert_true(r >= 1);
+		for (j = 0; j < r; j++) {
+			assert_int_equal(ev[j].filter, EVFILT_TIMER);
+			assert_int_equal(ev[j].ident, 1);
+			timers++;
+		}
+	}
+	assert_true(timers >= 5);
+	expect_change_error(kq, (uintptr_t)p[0], EVFILT_READ, EV_ADD, EBADF);
+	expect_change_error(kq, (uintptr_t)p[0], EVFILT_READ, EV_DELETE,
+	    EBADF);
+	(void)keep;
+}
+
 int
 main(void)
 {
@@ -459,6 +726,10 @@ main(void)
 		cmocka_unit_test(other_knotes_survive_a_number_closed_raw_while_its_file_stays_open),
 		cmocka_unit_test(kevent_on_kqueue_closed_by_raw_syscall_fails),
 		cmocka_unit_test(kevent_on_kqueue_number_reused_behind_libc_fails),
+		cmocka_unit_test(wait_on_level_knote_of_number_reused_while_a_dup_keeps_its_file_sleeps),
+		cmocka_unit_test(wait_on_reused_number_sleeps_where_kcmp_is_refused),
+		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
+		cmocka_unit_test(kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -324,7 +324,17 @@ pick_ident(struct in *in)
 	case 0: case 1: case 2: case 3:	/* a slot, open or stale */
 		s = &slots[b % NSLOT];
 		return s->fd >= 0 ? (uintptr_t)s->fd : (uintptr_t)s->num;
-	case 4:	case 5:			/* small numbers (timers, users) */
+	case 4:				/* small numbers (timers, users) */
+		return b & 7;
+	case 5:
+		/*
+		 * Just above a kqueue's number, where libkq's own descriptors
+		 * of it usually are (on Linux): changes naming them must fail
+		 * like any number the program never opened.
+		 */
+		s = &slots[b % NSLOT];
+		if (s->kind == K_KQ && s->fd >= 0)
+			return (uintptr_t)s->fd + 1 + (b & 3);
 		return b & 7;
 	case 6:
 		switch (b & 7) {
