@@ -111,11 +111,12 @@ kq_retire(int fd, const struct kq_closer *c)
  * the number even when a dup() keeps the file open.  Each kqueue's lock
  * is taken in turn, never two at once.
  */
-static void
+static int
 kq_fdclose(int fd)
 {
 	struct kqueue **all;
 	size_t n = kq_registry_hold_all(&all), i;
+	int internal = 0;
 
 	for (i = 0; i < n; i++) {
 		struct kqueue *kq = all[i];
@@ -126,14 +127,18 @@ kq_fdclose(int fd)
 		   as for a raw close) rather than deadlock. */
 		if (!kq_in_lock()) {
 			KQ_LOCK(kq);
-			if (!kq->kq_dead)
+			if (!kq->kq_dead) {
 				while ((kn = knote_fdchain(kq, fd)) != NULL)
 					(void)knote_drop(kq, kn);
+				if (kq_intfd_has(kq, (uintptr_t)fd))
+					internal = 1;
+			}
 			KQ_UNLOCK(kq);
 		}
 		kq_release(kq);
 	}
 	free(all);
+	return internal;
 }
 
 KQ_EXPORT int
@@ -145,8 +150,12 @@ close(int fd)
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
 	    !kq_fdwatched(fd), 1) || kq_in_lock())
 		return kq_close_raw(fd);	/* (a handler inside reg_lock: raw) */
-	if (kq_fdwatched(fd))
-		kq_fdclose(fd);
+	if (kq_fdwatched(fd) && kq_fdclose(fd)) {
+		/* One of a kqueue's own descriptors: not open as far as the
+		   program can know (on FreeBSD the number is free). */
+		errno = EBADF;
+		return -1;
+	}
 	if (kq_registry_peek(fd) == NULL)
 		return kq_close_raw(fd);
 	return kq_retire(fd, &c);
@@ -164,8 +173,12 @@ dup3(int oldfd, int newfd, int flags)
 	/* A bad oldfd leaves newfd alone: check it first. */
 	if (fcntl(oldfd, F_GETFD) < 0)
 		return -1;
-	if (kq_fdwatched(newfd))
-		kq_fdclose(newfd);
+	if (kq_fdwatched(newfd) && kq_fdclose(newfd)) {
+		/* A kqueue's own descriptor holds the number (Linux's dup2
+		   says EBUSY of a number it cannot give now). */
+		errno = EBUSY;
+		return -1;
+	}
 	if (kq_registry_peek(newfd) == NULL)
 		return kq_dup3_raw(oldfd, newfd, flags);
 	return kq_retire(newfd, &c);
@@ -203,7 +216,7 @@ kq_retire_range(unsigned int first, unsigned int last)
 
 			if (fd >= first && fd <= last && fd <= INT32_MAX &&
 			    atomic_load_explicit(&w[j], memory_order_relaxed))
-				kq_fdclose((int)fd);
+				(void)kq_fdclose((int)fd);
 		}
 	}
 

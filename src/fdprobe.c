@@ -64,27 +64,50 @@ fd_same_file(int a, int b)
 
 /*
  * Is the open file at fd the one registered under number fd in the epoll
- * set epfd?  kcmp(KCMP_EPOLL_TFD).  Returns 1 yes, 0 no, -1 when kcmp is
- * not available (a kernel without CONFIG_CHECKPOINT_RESTORE, a seccomp
- * filter): the caller decides another way.  Async-signal-safe.
+ * set epfd?  kcmp(KCMP_EPOLL_TFD), asked of every registration under the
+ * number (slot.toff): a number closed behind the C library's back while a
+ * dup() keeps its file, then reused and registered again, has two.
+ * Returns 1 yes, 0 no (also when fd is closed), -1 when kcmp is not
+ * available (a kernel without CONFIG_CHECKPOINT_RESTORE, a seccomp
+ * filter): the caller decides another way.  *foreign (if not NULL) is set
+ * when a registration under the number is of another file.
+ * Async-signal-safe.
  */
 int
-epoll_holds(int epfd, int fd)
+epoll_probe(int epfd, int fd, int *foreign)
 {
 	struct kcmp_epoll_slot slot;
 	pid_t pid = (pid_t)syscall(SYS_getpid);
+	int found = 0;
 	long r;
 
+	if (foreign != NULL)
+		*foreign = 0;
 	slot.efd = (uint32_t)epfd;
 	slot.tfd = (uint32_t)fd;
-	slot.toff = 0;
-	r = syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
-	    (unsigned long)&slot);
-	if (r == 0)
-		return 1;
-	if (r < 0 && (errno == ENOSYS || errno == EPERM || errno == EACCES))
-		return -1;
-	return 0;
+	for (slot.toff = 0; slot.toff < 64; slot.toff++) {
+		r = syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
+		    (unsigned long)&slot);
+		if (r == 0)
+			found = 1;
+		else if (r > 0) {
+			if (foreign != NULL)
+				*foreign = 1;
+		} else if (errno == ENOSYS || errno == EPERM ||
+		    errno == EACCES)
+			return -1;
+		else
+			break;	/* ENOENT: no more; EBADF: fd closed */
+		if (found && foreign == NULL)
+			break;
+	}
+	return found;
+}
+
+int
+epoll_holds(int epfd, int fd)
+{
+	return epoll_probe(epfd, fd, NULL);
 }
 
 /*

@@ -103,7 +103,14 @@ fdreg_want(struct kqueue *kq, int fd)
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
 		if ((kn->kn_status & KN_DISABLED) || !fdreg_uses(kn))
 			continue;
-		if (!(kn->kn_flags & EV_DISPATCH))
+		/*
+		 * A one-shot registration re-armed after a report below
+		 * NOTE_LOWAT would report the same data again at once (MOD
+		 * re-evaluates it): such knotes take plain edges, and
+		 * EV_DISPATCH is kq's (the disabled knote ignores them).
+		 */
+		if (!(kn->kn_flags & EV_DISPATCH) ||
+		    (kn->kn_sfflags & NOTE_LOWAT))
 			dispatch = 0;
 		if (kn->kn_filter == KQ_EVFILT_PORTFD)
 			want |= port_fd_interest(kn);	/* port.c */
@@ -221,34 +228,58 @@ fdreg_sync(struct kqueue *kq, int fd)
 }
 
 /*
- * Does fd still name the file registered under it?  Asked when its fresh
- * epoll events gave no kevent twice in a row (kq_scan): its number may
- * have been closed behind the C library's back while a dup() keeps the
- * old file registered, and then taken by another file (or by nothing).
- * If so, its knotes go, as FreeBSD's did at the close, and the set is
- * rebuilt without the old registration.  kcmp answers without touching
- * the registration; where it is refused, EPOLL_CTL_MOD restating the
- * registration succeeds only on the registered file.  Under kq_lock.
+ * Does fd still name the file registered under it?  Asked when a fresh
+ * event of its level-triggered registration gave no kevent (kq_scan): its
+ * number may have been closed behind the C library's back while a dup()
+ * keeps the old file registered and ready, and then taken by another file
+ * (or by nothing) -- every wait would return at once for nothing.  If the
+ * number no longer names the registered file, its knotes go, as FreeBSD's
+ * did at the close; if it does but the old file is registered under the
+ * number too (the program registered the new file), only the old
+ * registration must go.  Either way the set is rebuilt without it.
+ * kcmp answers without touching the registration.  Where it is refused,
+ * restating the registration (EPOLL_CTL_MOD; an exclusive one cannot be
+ * modified: DEL and ADD) succeeds only on the registered file, which is
+ * harmless for a level-triggered registration; a second quiet event of
+ * the same descriptor right after that (kq_quietfd) rebuilds the set, the
+ * only way to shed an old registration kcmp cannot point at.  Under
+ * kq_lock.
  */
 void
 fdreg_verify(struct kqueue *kq, int fd)
 {
 	struct knote *chain = knote_fdchain(kq, fd);
 	struct epoll_event ev;
-	int r;
+	int r, foreign = 0;
 
 	if (chain == NULL || !(chain->kn_reg & R_REG) || kq->kq_dead)
 		return;
-	if ((r = epoll_holds(kq->kq_fd, fd)) < 0) {
+	if ((r = epoll_probe(kq->kq_fd, fd, &foreign)) < 0) {
 		ev.events = fdreg_events(chain->kn_reg & R_WANTMASK);
 		ev.data.u64 = fdreg_key(fd, chain->kn_reg);
-		r = fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) == 0 ||
-		    (errno != ENOENT && errno != EBADF);
+		if (chain->kn_reg & R_EXCL)
+			r = fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) == 0 ?
+			    (fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) == 0 ?
+			    1 : -1) : 0;
+		else
+			r = fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) == 0;
+		if (r == 0 && errno != ENOENT && errno != EBADF)
+			r = 1;		/* cannot tell: keep it */
+		if (r < 0) {
+			/* Removed and not put back (ENOMEM, ENOSPC): its
+			   knotes cannot work any more. */
+			fdreg_forget(kq, fd);
+			r = 0;
+		}
+		if (r == 1) {
+			foreign = kq->kq_quietfd == fd;
+			kq->kq_quietfd = foreign ? -1 : fd;
+		}
 	}
-	if (r == 0) {
+	if (r == 0)
 		knote_drop_fd(kq, fd);
+	if (r == 0 || foreign)
 		kq->kq_zombie = 1;
-	}
 }
 
 /*

@@ -426,6 +426,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 	int fd, k = 0, fired, asked = 0;
 	uint32_t hint;
 
+	*quiet = 0;
 	if (e->data.u64 & KQ_SRCKEY) {
 		kq_src_dispatch(kq, e->data.u64, e->events);
 		return 0;
@@ -512,12 +513,20 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 	}
 	if (fired)
 		fdreg_sync(kq, fd);
-	/* A fresh event that no knote found ready (see kq_quiet_check). */
-	*quiet = k == 0 && asked > 0 && !stale && knote_fdchain(kq, fd) != NULL;
+	/*
+	 * A fresh event of a level-triggered registration that no knote
+	 * found ready (see kq_quiet_check).  An edge-triggered or one-shot
+	 * registration cannot make waits return again and again by itself.
+	 */
+	if (k == 0 && asked > 0 && !stale &&
+	    (chain = knote_fdchain(kq, fd)) != NULL &&
+	    (chain->kn_reg & (R_REG | R_ET | R_ONESHOT)) == R_REG)
+		*quiet = 1;
 	return k;
 }
 
-/* Add fd to quiet[0..nq) unless there or full; returns the new count. */
+/* Add fd to quiet[0..nq) unless there or full; returns the new count.
+   (More in one round are verified in the next: each round drops some.) */
 static int
 kq_quiet_add(int *quiet, int nq, int fd)
 {
@@ -532,28 +541,22 @@ kq_quiet_add(int *quiet, int nq, int fd)
 }
 
 /*
- * The descriptors in quiet[0..nq) had fresh epoll events that gave no
- * kevent in this wait.  Once is a lost race (another thread read the data
- * first); a descriptor that does it again, here and in the previous wait
- * that had such, may be a number closed behind the C library's back and
- * reused while a dup() keeps the old, registered file ready -- a level
- * registration would then wake every wait at once, for nothing, until the
- * deadline.  fdreg_verify proves the number still ours or drops it.  Costs
- * nothing on waits whose events all deliver.
+ * The descriptors in quiet[0..nq) had fresh events of level-triggered
+ * registrations that gave no kevent.  A lost race (another thread read
+ * the data first) does that once; so does a number closed behind the C
+ * library's back and reused while a dup() keeps the old, registered file
+ * ready -- and that one would wake every wait at once, for nothing, until
+ * the deadline.  fdreg_verify proves each number still ours or drops it,
+ * so that no wait returns to it again.  Costs nothing on waits whose
+ * events all deliver.
  */
 static void
 kq_quiet_check(struct kqueue *kq, const int *quiet, int nq)
 {
-	int i, j;
+	int i;
 
 	for (i = 0; i < nq; i++)
-		for (j = 0; j < kq->kq_nquiet; j++)
-			if (quiet[i] == kq->kq_quiet[j]) {
-				fdreg_verify(kq, quiet[i]);
-				break;
-			}
-	memcpy(kq->kq_quiet, quiet, (size_t)nq * sizeof(*quiet));
-	kq->kq_nquiet = nq;
+		fdreg_verify(kq, quiet[i]);
 }
 
 /*

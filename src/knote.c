@@ -348,7 +348,7 @@ kq_intfd_claim(struct kqueue *kq, int fd)
 
 		while (nw <= w)
 			nw *= 2;
-		nb = realloc(kq->kq_intfd, (size_t)nw * sizeof(*nb));
+		nb = kq_realloc(kq->kq_intfd, (size_t)nw * sizeof(*nb));
 		if (nb == NULL)
 			return ENOMEM;
 		memset(nb + kq->kq_intfdwords, 0,
@@ -356,17 +356,20 @@ kq_intfd_claim(struct kqueue *kq, int fd)
 		kq->kq_intfd = nb;
 		kq->kq_intfdwords = nw;
 	}
+	/* Counted as watched: close() and dup2() of it come to
+	   kq_fdclose, which refuses them (close.c). */
+	if (kq_fdwatch_add(fd, 1) != 0)
+		return ENOMEM;
 	kq->kq_intfd[w] |= UINT64_C(1) << (fd % 64);
-	if (knote_fdchain(kq, fd) != NULL) {
-		/*
-		 * The kernel handed us a number the program's knotes still
-		 * hang under: it was closed behind the C library's back.
-		 * They go, as they would have at the close; a dup() may keep
-		 * the old file's registration in the set, so rebuild it.
-		 */
+	/*
+	 * The kernel handed us a number the program's knotes still hang
+	 * under: it was closed behind the C library's back.  They go, as
+	 * they would have at the close.  (If a dup() keeps the old file
+	 * registered under the number, its next event finds no knote and
+	 * the set is rebuilt then: kq_translate.)
+	 */
+	if (knote_fdchain(kq, fd) != NULL)
 		knote_drop_fd(kq, fd);
-		kq->kq_zombie = 1;
-	}
 	return 0;
 }
 
@@ -374,8 +377,10 @@ kq_intfd_claim(struct kqueue *kq, int fd)
 void
 kq_intfd_release(struct kqueue *kq, int fd)
 {
-	if (fd >= 0 && fd / 64 < kq->kq_intfdwords)
+	if (kq_intfd_has(kq, (uintptr_t)fd)) {
 		kq->kq_intfd[fd / 64] &= ~(UINT64_C(1) << (fd % 64));
+		(void)kq_fdwatch_add(fd, -1);
+	}
 }
 
 /* Register an internal descriptor in the kqueue's epoll set. */
@@ -498,7 +503,10 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_fdtabsize = 0;
 	free(kq->kq_hash);
 	kq->kq_hash = NULL;
-	free(kq->kq_intfd);	/* the internal descriptors close next */
+	/* The internal sources close next (the knotes' own are closed). */
+	for (i = 0; i < (size_t)kq->kq_intfdwords * 64; i++)
+		kq_intfd_release(kq, (int)i);
+	free(kq->kq_intfd);
 	kq->kq_intfd = NULL;
 	kq->kq_intfdwords = 0;
 	kq->kq_hashmask = 0;

@@ -245,7 +245,7 @@ struct kqsrc {
  */
 #define KQ_NOCOUNT	(UINT64_C(1) << 61)
 
-#define KQ_NQUIET	4	/* see kq_quiet */
+#define KQ_NQUIET	8	/* quiet descriptors verified per round */
 
 /*
  * The fields kevent() reads on every call come first: the first cache line
@@ -294,10 +294,9 @@ struct kqueue {
 	uint64_t	*kq_intfd;	/* bitmap by number of the kqueue's own
 					   descriptors (kq_intfd_claim) */
 	int		 kq_intfdwords;	/* 64-bit words in kq_intfd */
-	int		 kq_nquiet;	/* entries in kq_quiet */
-	int		 kq_quiet[KQ_NQUIET]; /* descriptors whose fresh epoll
-					   events gave no kevent, in the last
-					   wait that had such (kq_scan) */
+	int		 kq_quietfd;	/* the last descriptor fdreg_verify
+					   could not prove stale without kcmp
+					   (-1: none) */
 	struct knote	*kq_alert;	/* a port in alert mode: while set,
 					   every collection reports this knote
 					   and nothing else (kq_collect); it
@@ -482,6 +481,7 @@ int		 kq_sockerr(int fd, int pending);
 void		 kq_sockerr_forget(int fd);
 int		 fd_is_epoll(int fd);
 int		 epoll_holds(int epfd, int fd);
+int		 epoll_probe(int epfd, int fd, int *foreign);
 int		 fd_same_file(int a, int b);
 int		 fd_poll(int fd, short events);
 int		 fd_info_field(int fd, const char *key, int base,

@@ -15,10 +15,14 @@
  *   - the other knotes of the kqueue are not disturbed;
  *   - kevent() on a kqueue whose number was closed fails;
  *   - a wait is not woken again and again by the old file of a reused
- *     number (it sleeps through its timeout);
+ *     number (it sleeps through its timeout), for READ and WRITE knotes,
+ *     many such numbers, a number the program registered again, and with
+ *     kcmp(2) refused by seccomp (as in containers); a socket below its
+ *     NOTE_LOWAT mark does not make waits spin either;
  *   - the kqueue's own descriptors are not numbers the program opened:
- *     changes naming them fail with EBADF, also when one took the number
- *     of a descriptor closed raw.
+ *     changes naming them fail with EBADF, close() with EBADF, dup2() onto
+ *     them with EBUSY, also when one took the number of a descriptor
+ *     closed raw; a kqueue watching the kqueue keeps hearing from it.
  * Linux only (the raw close and dup3 system calls).
  */
 #include <stddef.h>
@@ -526,12 +530,205 @@ wait_on_level_knote_of_number_reused_while_a_dup_keeps_its_file_sleeps(
 	assert_int_equal(reused_number_wait_sleeps(), 0);
 }
 
+/* CPU time of the calling thread, in nanoseconds. */
+static int64_t
+thread_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A wait of ms on kq that must return n events and sleep, not spin. */
+static int
+sleeps(int kq, int n, int ms)
+{
+	struct kevent ev[64];
+	int64_t c0 = thread_cpu_ns(), c1;
+	int r = kevent(kq, NULL, 0, ev, 64,
+	    &(struct timespec){ ms / 1000, (ms % 1000) * 1000000L });
+
+	c1 = thread_cpu_ns();
+	if (r != n) {
+		fprintf(stderr, "kevent: %d (expected %d)\n", r, n);
+		return 0;
+	}
+	if (c1 - c0 > (int64_t)ms * 1000000 / 2) {
+		fprintf(stderr, "a %d ms wait used %jd ms of CPU\n", ms,
+		    (intmax_t)((c1 - c0) / 1000000));
+		return 0;
+	}
+	return 1;
+}
+
 /*
- * The same where kcmp(2) is refused (seccomp, as some containers do): kq
- * must tell the reused number by other means.
+ * The number of a watched pipe closed raw while a dup() keeps its file
+ * ready, then reused by a new pipe that the program watches too: epoll
+ * holds two registrations under the number.  The new file's events are
+ * reported, the old file's are not, and waits sleep.
+ */
+static int
+reused_number_watched_again_reports_the_new_file(void)
+{
+	int kq = kqueue(), p[2], q[2], keep;
+	struct kevent ev;
+
+	if (kq < 0 || pipe(p) != 0)
+		return 1;
+	EV_SET(&ev, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		return 2;
+	keep = dup(p[0]);
+	if (keep < 0 || syscall(SYS_close, p[0]) != 0 || pipe(q) != 0)
+		return 3;
+	if (q[0] != p[0]) {
+		if (syscall(SYS_dup3, q[0], p[0], 0) != p[0] ||
+		    syscall(SYS_close, q[0]) != 0)
+			return 4;
+		q[0] = p[0];
+	}
+	EV_SET(&ev, q[0], EVFILT_READ, EV_ADD, 0, 0, (void *)&q);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		return 5;
+	if (write(p[1], "old", 3) != 3)
+		return 6;
+	if (!sleeps(kq, 0, 300))
+		return 7;
+	if (write(q[1], "new!", 4) != 4)
+		return 8;
+	if (kevent(kq, NULL, 0, &ev, 1, &(struct timespec){ 1, 0 }) != 1 ||
+	    ev.ident != (uintptr_t)q[0] || ev.data != 4 ||
+	    ev.udata != (void *)&q)
+		return 9;
+	close(q[0]);
+	close(q[1]);
+	close(p[1]);
+	close(keep);
+	close(kq);
+	return 0;
+}
+
+/*
+ * Many watched numbers closed raw and reused while dup()s keep their old
+ * files ready, more than one wait's eventlist holds: waits sleep.
+ */
+static int
+many_reused_numbers_do_not_wake_waits(void)
+{
+	enum { M = 12 };
+	int kq = kqueue(), p[M][2], q[2], keep[M], w[M], i;
+	struct kevent ev[4];
+
+	if (kq < 0)
+		return 1;
+	for (i = 0; i < M; i++) {
+		if (pipe(p[i]) != 0)
+			return 2;
+		EV_SET(&ev[0], p[i][0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+		if (kevent(kq, ev, 1, NULL, 0, NULL) != 0)
+			return 3;
+		keep[i] = dup(p[i][0]);
+		if (keep[i] < 0 || write(p[i][1], "x", 1) != 1 ||
+		    pipe(q) != 0 ||
+		    syscall(SYS_dup3, q[0], p[i][0], 0) != p[i][0] ||
+		    syscall(SYS_close, q[0]) != 0)
+			return 4;
+		w[i] = q[1];	/* kept open: the new pipe is empty, not at EOF */
+	}
+	if (kevent(kq, NULL, 0, ev, 4, &(struct timespec){ 0, 0 }) != 0)
+		return 5;
+	if (!sleeps(kq, 0, 300))
+		return 6;
+	for (i = 0; i < M; i++) {
+		close(p[i][0]);
+		close(p[i][1]);
+		close(keep[i]);
+		close(w[i]);
+	}
+	close(kq);
+	return 0;
+}
+
+/*
+ * A WRITE knote's number closed raw while a dup() keeps its writable pipe,
+ * then reused by the write end of a full pipe: nothing is reported (the
+ * knote went with the close; the new pipe has no room) and waits sleep.
+ */
+static int
+write_knote_of_number_reused_by_a_full_pipe_is_not_reported(void)
+{
+	int kq = kqueue(), p[2], q[2], keep, fl;
+	struct kevent ev;
+	char buf[4096];
+
+	if (kq < 0 || pipe(p) != 0 || pipe(q) != 0)
+		return 1;
+	EV_SET(&ev, p[1], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		return 2;
+	keep = dup(p[1]);
+	if (keep < 0 || syscall(SYS_dup3, q[1], p[1], 0) != p[1] ||
+	    syscall(SYS_close, q[1]) != 0)
+		return 3;
+	fl = fcntl(p[1], F_GETFL);
+	if (fcntl(p[1], F_SETFL, fl | O_NONBLOCK) != 0)
+		return 4;
+	memset(buf, 'x', sizeof(buf));
+	while (write(p[1], buf, sizeof(buf)) > 0)
+		;
+	if (!sleeps(kq, 0, 300))
+		return 5;
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(keep);
+	close(kq);
+	return 0;
+}
+
+/*
+ * A socket below its NOTE_LOWAT mark, in each mode: no report, and waits
+ * sleep while small writes arrive (no number is reused here; with kcmp
+ * refused, kq's other proof of the number must not re-arm an edge).
+ */
+static int
+below_low_water_mark_waits_sleep(void)
+{
+	static const unsigned short modes[] = { 0, EV_CLEAR, EV_DISPATCH,
+	    EV_ONESHOT };
+	size_t m;
+
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		int kq = kqueue(), sv[2], i;
+		struct kevent ev;
+
+		if (kq < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+			return 1;
+		EV_SET(&ev, sv[0], EVFILT_READ, EV_ADD | modes[m],
+		    NOTE_LOWAT, 100, NULL);
+		if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+			return 2;
+		for (i = 0; i < 3; i++) {
+			if (write(sv[1], "abc", 3) != 3)
+				return 3;
+			if (!sleeps(kq, 0, 150))
+				return 10 + (int)m;
+		}
+		close(sv[0]);
+		close(sv[1]);
+		close(kq);
+	}
+	return 0;
+}
+
+/*
+ * Run fn in a child process whose seccomp filter refuses kcmp(2) with
+ * EPERM (as Docker's default profile does): kq must tell a reused number
+ * by other means.  Asserts that fn returned 0.
  */
 static void
-wait_on_reused_number_sleeps_where_kcmp_is_refused(void **state)
+run_without_kcmp(int (*fn)(void))
 {
 	struct sock_filter deny[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
@@ -544,7 +741,6 @@ wait_on_reused_number_sleeps_where_kcmp_is_refused(void **state)
 	int st;
 	pid_t pid;
 
-	(void)state;
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -555,11 +751,53 @@ wait_on_reused_number_sleeps_where_kcmp_is_refused(void **state)
 		if (syscall(SYS_kcmp, getpid(), getpid(), 0, 0, 0) != -1 ||
 		    errno != EPERM)
 			T_EXIT(101);
-		T_EXIT(reused_number_wait_sleeps());
+		T_EXIT(fn());
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void
+wait_on_reused_number_sleeps_where_kcmp_is_refused(void **state)
+{
+	(void)state;
+	run_without_kcmp(reused_number_wait_sleeps);
+}
+
+static void
+reused_number_watched_again_reports_the_new_file_and_sleeps(void **state)
+{
+	(void)state;
+	assert_int_equal(reused_number_watched_again_reports_the_new_file(),
+	    0);
+	run_without_kcmp(reused_number_watched_again_reports_the_new_file);
+}
+
+static void
+many_reused_numbers_do_not_make_waits_spin(void **state)
+{
+	(void)state;
+	assert_int_equal(many_reused_numbers_do_not_wake_waits(), 0);
+	run_without_kcmp(many_reused_numbers_do_not_wake_waits);
+}
+
+static void
+write_knote_of_number_reused_by_a_full_pipe_sleeps(void **state)
+{
+	(void)state;
+	assert_int_equal(
+	    write_knote_of_number_reused_by_a_full_pipe_is_not_reported(), 0);
+	run_without_kcmp(
+	    write_knote_of_number_reused_by_a_full_pipe_is_not_reported);
+}
+
+static void
+socket_below_low_water_mark_sleeps_in_every_mode(void **state)
+{
+	(void)state;
+	assert_int_equal(below_low_water_mark_waits_sleep(), 0);
+	run_without_kcmp(below_low_water_mark_waits_sleep);
 }
 
 /* The descriptors open now, as a bitmap of the first 1024 numbers. */
@@ -639,6 +877,14 @@ change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 		    EBADF);
 		expect_change_error(kq, (uintptr_t)fd, EVFILT_READ, EV_DELETE,
 		    EBADF);
+		/* Nor can the program close it or put a file over it (a
+		   stray close, a dup2 onto a number it believes free). */
+		errno = 0;
+		assert_int_equal(close(fd), -1);
+		assert_int_equal(errno, EBADF);
+		errno = 0;
+		assert_int_equal(dup2(go[1], fd), -1);
+		assert_int_equal(errno, EBUSY);
 	}
 	assert_true(n >= 2);	/* at least its eventfd and timerfd */
 	close(go[1]);
@@ -711,6 +957,35 @@ kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working(
 	(void)keep;
 }
 
+/*
+ * A number closed raw (no dup() keeps its file) and taken by the kqueue's
+ * own timerfd: the kqueue's descriptor keeps naming the same epoll set,
+ * so a kqueue watching it hears of the timer.
+ */
+static void
+kqueue_taking_a_number_closed_raw_stays_watchable(void **state)
+{
+	int inner = t_new_kq(), outer = t_new_kq(), p[2];
+	struct kevent ev;
+	char name[128];
+
+	(void)state;
+	t_change(outer, (uintptr_t)inner, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(pipe(p), 0);
+	t_track(p[1]);
+	t_change(inner, (uintptr_t)p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	raw_close(p[0]);
+	t_change(inner, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 300, NULL);
+	fd_target(p[0], name, sizeof(name));
+	assert_non_null(strstr(name, "timerfd"));
+	t_expect_none(inner);	/* (a collection on it, before the timer) */
+	assert_int_equal(kevent(outer, NULL, 0, &ev, 1,
+	    &(struct timespec){ 2, 0 }), 1);
+	assert_int_equal(ev.ident, (uintptr_t)inner);
+	ev = t_expect_one(inner);
+	assert_int_equal(ev.filter, EVFILT_TIMER);
+}
+
 int
 main(void)
 {
@@ -728,8 +1003,13 @@ main(void)
 		cmocka_unit_test(kevent_on_kqueue_number_reused_behind_libc_fails),
 		cmocka_unit_test(wait_on_level_knote_of_number_reused_while_a_dup_keeps_its_file_sleeps),
 		cmocka_unit_test(wait_on_reused_number_sleeps_where_kcmp_is_refused),
+		cmocka_unit_test(reused_number_watched_again_reports_the_new_file_and_sleeps),
+		cmocka_unit_test(many_reused_numbers_do_not_make_waits_spin),
+		cmocka_unit_test(write_knote_of_number_reused_by_a_full_pipe_sleeps),
+		cmocka_unit_test(socket_below_low_water_mark_sleeps_in_every_mode),
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working),
+		cmocka_unit_test(kqueue_taking_a_number_closed_raw_stays_watchable),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
