@@ -240,10 +240,10 @@ fdreg_sync(struct kqueue *kq, int fd)
  * kcmp answers without touching the registration.  Where it is refused,
  * restating the registration (EPOLL_CTL_MOD; an exclusive one cannot be
  * modified: DEL and ADD) succeeds only on the registered file, which is
- * harmless for a level-triggered registration; a second quiet event of
- * the same descriptor right after that (kq_quietfd) rebuilds the set, the
- * only way to shed an old registration kcmp cannot point at.  Under
- * kq_lock.
+ * harmless for a level-triggered registration; an old registration under
+ * a number the program registered again cannot be told from a filter
+ * that declines for its own reasons (an inner kqueue woken by an internal
+ * source), so it stays (kevent.2, LINUX NOTES).  Under kq_lock.
  */
 void
 fdreg_verify(struct kqueue *kq, int fd)
@@ -270,10 +270,6 @@ fdreg_verify(struct kqueue *kq, int fd)
 			   knotes cannot work any more. */
 			fdreg_forget(kq, fd);
 			r = 0;
-		}
-		if (r == 1) {
-			foreign = kq->kq_quietfd == fd;
-			kq->kq_quietfd = foreign ? -1 : fd;
 		}
 	}
 	if (r == 0)

@@ -466,6 +466,13 @@ write_space(struct kqueue *kq, struct knote *kn)
 			return 0;
 		if ((r = ksys_ioctl(fd, FIONREAD, &n)) != 0)
 			return r == -EBADF ? -1 : 0;
+		if (cap - n <= 0 && (kn->kn_reg & R_CAPMASK) != 0) {
+			/* Full by the cached size: F_SETPIPE_SZ may have
+			   grown the pipe since.  Ask again. */
+			fdreg_set(kq, fd, kn->kn_reg & ~R_CAPMASK);
+			if ((cap = pipe_cap(kq, kn)) == 0)
+				return 0;
+		}
 		return cap - n > 0 ? cap - n : 0;
 	}
 	if (k_is_socket(k)) {
@@ -520,16 +527,6 @@ filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		data = write_space(kq, kn);
 	if (data < 0)
 		return -1;
-	/*
-	 * A pipe or socket that epoll calls writable has room (Linux's own
-	 * tests); none means it filled since (another thread), or the number
-	 * names another file than the registered one (closed behind the C
-	 * library's back, see kq_quiet_check).  FreeBSD never reports a
-	 * WRITE without room but at EOF.
-	 */
-	if (data == 0 && !eof && ((R_KIND(kn->kn_reg) == K_PIPE &&
-	    (kn->kn_reg & R_CAPMASK) != 0) || k_is_socket(R_KIND(kn->kn_reg))))
-		return 0;
 	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&
 	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
 		return 0;

@@ -294,9 +294,6 @@ struct kqueue {
 	uint64_t	*kq_intfd;	/* bitmap by number of the kqueue's own
 					   descriptors (kq_intfd_claim) */
 	int		 kq_intfdwords;	/* 64-bit words in kq_intfd */
-	int		 kq_quietfd;	/* the last descriptor fdreg_verify
-					   could not prove stale without kcmp
-					   (-1: none) */
 	struct knote	*kq_alert;	/* a port in alert mode: while set,
 					   every collection reports this knote
 					   and nothing else (kq_collect); it

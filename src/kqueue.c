@@ -55,7 +55,6 @@ kq_create(int cloexec, int port)
 	kq->kq_dead = 0;
 	kq->kq_port = port;
 	kq->kq_alert = NULL;
-	kq->kq_quietfd = -1;
 	STAILQ_INIT(&kq->kq_head);
 	for (s = 0; s < KQ_NSRC; s++)
 		kq->kq_src[s].ks_fd = -1;

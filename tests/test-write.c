@@ -485,6 +485,65 @@ empty_fires_after_send_acknowledged_level(void **state)
 	close(s);
 }
 
+/*
+ * A socket whose send buffer is full is shut down for writing: FreeBSD
+ * reports its WRITE knote at once (EV_EOF, no more can be sent).
+ */
+static void
+write_knote_of_full_socket_shut_down_for_writing_fires_at_once(void **state)
+{
+	int kq, c, s, fl;
+	struct kevent ev;
+	char buf[65536];
+
+	(void)state;
+	tcp_pair(&c, &s);
+	assert_true((kq = kqueue()) >= 0);
+	fl = fcntl(c, F_GETFL);
+	assert_int_equal(fcntl(c, F_SETFL, fl | O_NONBLOCK), 0);
+	memset(buf, 'f', sizeof(buf));
+	while (send(c, buf, sizeof(buf), MSG_NOSIGNAL) > 0)
+		;
+	t_change(kq, c, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	assert_int_equal(shutdown(c, SHUT_WR), 0);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.ident, c);
+	assert_int_equal(ev.filter, EVFILT_WRITE);
+	close(kq);
+	close(c);
+	close(s);
+}
+
+#ifdef F_SETPIPE_SZ
+/*
+ * Linux: a pipe grown with F_SETPIPE_SZ after its WRITE knote was first
+ * reported has room beyond its old size; the knote reports that room.
+ */
+static void
+write_knote_of_pipe_grown_after_its_first_report_reports_the_new_room(
+    void **state)
+{
+	int kq, p[2], cap;
+	struct kevent ev;
+	static char buf[65536];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, p[1], EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.data, 65536);
+	cap = fcntl(p[1], F_SETPIPE_SZ, 1 << 18);
+	assert_true(cap >= 1 << 18);
+	assert_int_equal(write(p[1], buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.data, cap - (int)sizeof(buf));
+	close(kq);
+	close(p[0]);
+	close(p[1]);
+}
+#endif
+
 int
 main(void)
 {
@@ -500,6 +559,10 @@ main(void)
 		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
 		cmocka_unit_test(empty_fires_after_send_acknowledged_level),
+		cmocka_unit_test(write_knote_of_full_socket_shut_down_for_writing_fires_at_once),
+#ifdef F_SETPIPE_SZ
+		cmocka_unit_test(write_knote_of_pipe_grown_after_its_first_report_reports_the_new_room),
+#endif
 	};
 
 	signal(SIGPIPE, SIG_IGN);
