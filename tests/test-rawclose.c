@@ -324,6 +324,27 @@ vnode_knote_of_number_reused_by_a_watched_socket_leaves_its_knote(void **state)
 }
 
 /*
+ * A child process that exits with code once the parent closes go[1] (its
+ * end of the pipe go, which this creates).  Returns the child's pid.
+ */
+static pid_t
+child_exiting_when_told(int go[2], int code)
+{
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		T_EXIT(read(go[0], &c, 1) == 0 ? code : 100);
+	}
+	close(go[0]);
+	return pid;
+}
+
+/*
  * A number closed raw while a dup() keeps its file open: epoll still
  * reports the file under the old number.  That event is not reported, and
  * the kqueue's other knotes -- another descriptor, a timer, a process --
@@ -339,14 +360,7 @@ other_knotes_survive_a_number_closed_raw_while_its_file_stays_open(void **state)
 	char c;
 
 	(void)state;
-	assert_int_equal(pipe(go), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(go[1]);
-		T_EXIT(read(go[0], &c, 1) == 0 ? 9 : 100);
-	}
-	close(go[0]);
+	pid = child_exiting_when_told(go, 9);
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(pipe(q), 0);
 	t_track(p[1]);
@@ -457,79 +471,6 @@ kevent_on_kqueue_number_reused_behind_libc_fails(void **state)
 	assert_memory_equal(buf, "ok", 2);
 }
 
-/*
- * A level-triggered knote whose number was closed raw while a dup() keeps
- * its file open, the number then taken by another file: epoll goes on
- * reporting the old file under the number at every wait.  That is no event
- * (the knote went with the close, as on FreeBSD), and kevent() must sleep
- * through its timeout, not spin on it; the new file can then be watched.
- * Returns 0, or the number of the check that failed (it runs in a child
- * too, see below).
- */
-static int
-reused_number_wait_sleeps(void)
-{
-	int kq = kqueue(), p[2], q[2], keep, r = 0;
-	struct timespec t0, t1;
-	struct kevent ev;
-	int64_t cpu_ns;
-
-	if (kq < 0 || pipe(p) != 0)
-		return 1;
-	EV_SET(&ev, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
-		return 2;
-	keep = dup(p[0]);
-	if (keep < 0 || syscall(SYS_close, p[0]) != 0 || pipe(q) != 0)
-		return 3;
-	if (q[0] != p[0]) {
-		if (syscall(SYS_dup3, q[0], p[0], 0) != p[0] ||
-		    syscall(SYS_close, q[0]) != 0)
-			return 4;
-		q[0] = p[0];
-	}
-	if (write(p[1], "old", 3) != 3)
-		return 5;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-	if (kevent(kq, NULL, 0, &ev, 1, &(struct timespec){ 0, 400000000 })
-	    != 0)
-		return 6;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-	cpu_ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
-	    (t1.tv_nsec - t0.tv_nsec);
-	if (cpu_ns > 200000000) {
-		fprintf(stderr, "a 400 ms wait used %jd ms of CPU\n",
-		    (intmax_t)(cpu_ns / 1000000));
-		return 7;
-	}
-	if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != 0)
-		return 8;
-	EV_SET(&ev, q[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0 ||
-	    kevent(kq, NULL, 0, &ev, 1, &t_zero) != 0)
-		return 9;
-	if (write(q[1], "new!", 4) != 4)
-		return 10;
-	if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != 1 ||
-	    ev.ident != (uintptr_t)q[0] || ev.filter != EVFILT_READ ||
-	    ev.data != 4)
-		r = 11;
-	close(q[0]);
-	close(q[1]);
-	close(p[1]);
-	close(keep);
-	close(kq);
-	return r;
-}
-
-static void
-wait_on_level_knote_of_number_reused_while_a_dup_keeps_its_file_sleeps(
-    void **state)
-{
-	(void)state;
-	assert_int_equal(reused_number_wait_sleeps(), 0);
-}
-
 /* CPU time of the calling thread, in nanoseconds. */
 static int64_t
 thread_cpu_ns(void)
@@ -563,6 +504,83 @@ sleeps(int kq, int n, int ms)
 }
 
 /*
+ * On kq: a level READ knote on a new pipe p[0], whose number is then
+ * closed raw while *keep (a dup()) holds the file open, and reused by the
+ * read end of a new pipe q.  Returns 0, or the number of the step that
+ * failed.
+ */
+static int
+watched_pipe_number_reused(int kq, int p[2], int q[2], int *keep)
+{
+	struct kevent ev;
+
+	if (kq < 0 || pipe(p) != 0)
+		return 1;
+	EV_SET(&ev, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		return 2;
+	*keep = dup(p[0]);
+	if (*keep < 0 || syscall(SYS_close, p[0]) != 0 || pipe(q) != 0)
+		return 3;
+	if (q[0] != p[0]) {
+		if (syscall(SYS_dup3, q[0], p[0], 0) != p[0] ||
+		    syscall(SYS_close, q[0]) != 0)
+			return 4;
+		q[0] = p[0];
+	}
+	return 0;
+}
+
+/*
+ * A level-triggered knote whose number was closed raw while a dup() keeps
+ * its file open, the number then taken by another file: epoll goes on
+ * reporting the old file under the number at every wait.  That is no event
+ * (the knote went with the close, as on FreeBSD), and kevent() must sleep
+ * through its timeout, not spin on it; the new file can then be watched.
+ * Returns 0, or the number of the check that failed (it runs in a child
+ * too, see below).
+ */
+static int
+reused_number_wait_sleeps(void)
+{
+	int kq = kqueue(), p[2], q[2], keep, r;
+	struct kevent ev;
+
+	if ((r = watched_pipe_number_reused(kq, p, q, &keep)) != 0)
+		return r;
+	if (write(p[1], "old", 3) != 3)
+		return 5;
+	if (!sleeps(kq, 0, 400))
+		return 7;
+	if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != 0)
+		return 8;
+	EV_SET(&ev, q[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0 ||
+	    kevent(kq, NULL, 0, &ev, 1, &t_zero) != 0)
+		return 9;
+	if (write(q[1], "new!", 4) != 4)
+		return 10;
+	if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != 1 ||
+	    ev.ident != (uintptr_t)q[0] || ev.filter != EVFILT_READ ||
+	    ev.data != 4)
+		r = 11;
+	close(q[0]);
+	close(q[1]);
+	close(p[1]);
+	close(keep);
+	close(kq);
+	return r;
+}
+
+static void
+wait_on_level_knote_of_number_reused_while_a_dup_keeps_its_file_sleeps(
+    void **state)
+{
+	(void)state;
+	assert_int_equal(reused_number_wait_sleeps(), 0);
+}
+
+/*
  * The number of a watched pipe closed raw while a dup() keeps its file
  * ready, then reused by a new pipe that the program watches too: epoll
  * holds two registrations under the number.  The new file's events are
@@ -571,23 +589,11 @@ sleeps(int kq, int n, int ms)
 static int
 reused_number_watched_again_reports_the_new_file(void)
 {
-	int kq = kqueue(), p[2], q[2], keep;
+	int kq = kqueue(), p[2], q[2], keep, r;
 	struct kevent ev;
 
-	if (kq < 0 || pipe(p) != 0)
-		return 1;
-	EV_SET(&ev, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
-		return 2;
-	keep = dup(p[0]);
-	if (keep < 0 || syscall(SYS_close, p[0]) != 0 || pipe(q) != 0)
-		return 3;
-	if (q[0] != p[0]) {
-		if (syscall(SYS_dup3, q[0], p[0], 0) != p[0] ||
-		    syscall(SYS_close, q[0]) != 0)
-			return 4;
-		q[0] = p[0];
-	}
+	if ((r = watched_pipe_number_reused(kq, p, q, &keep)) != 0)
+		return r;
 	EV_SET(&ev, q[0], EVFILT_READ, EV_ADD, 0, 0, (void *)&q);
 	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
 		return 5;
@@ -802,17 +808,9 @@ change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 	int kq, go[2], fd, n = 0, seen_timer = 0, seen_proc = 0, i, st;
 	struct kevent ev[4];
 	pid_t pid;
-	char c;
 
 	(void)state;
-	assert_int_equal(pipe(go), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(go[1]);
-		T_EXIT(read(go[0], &c, 1) == 0 ? 7 : 100);
-	}
-	close(go[0]);
+	pid = child_exiting_when_told(go, 7);
 	open_fds(before);
 	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 20, NULL);
