@@ -255,17 +255,18 @@ fdreg_verify(struct kqueue *kq, int fd)
 	if (chain == NULL || !(chain->kn_reg & R_REG) || kq->kq_dead)
 		return;
 	if ((r = epoll_probe(kq->kq_fd, fd, &foreign)) < 0) {
+		int op = (chain->kn_reg & R_EXCL) ? EPOLL_CTL_DEL :
+		    EPOLL_CTL_MOD;
+
 		ev.events = fdreg_events(chain->kn_reg & R_WANTMASK);
 		ev.data.u64 = fdreg_key(fd, chain->kn_reg);
-		if (chain->kn_reg & R_EXCL)
-			r = fdreg_ctl(kq, EPOLL_CTL_DEL, fd, &ev) == 0 ?
-			    (fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) == 0 ?
-			    1 : -1) : 0;
-		else
-			r = fdreg_ctl(kq, EPOLL_CTL_MOD, fd, &ev) == 0;
-		if (r == 0 && errno != ENOENT && errno != EBADF)
-			r = 1;		/* cannot tell: keep it */
-		if (r < 0) {
+		if (fdreg_ctl(kq, op, fd, &ev) != 0)
+			/* ENOENT, EBADF: not ours; else cannot tell */
+			r = errno != ENOENT && errno != EBADF;
+		else if (op == EPOLL_CTL_MOD ||
+		    fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) == 0)
+			r = 1;
+		else {
 			/* Removed and not put back (ENOMEM, ENOSPC): its
 			   knotes cannot work any more. */
 			fdreg_forget(kq, fd);
@@ -294,10 +295,11 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 		chain = kq->kq_fdtab[fd];
 		if (chain == NULL || !(chain->kn_reg & R_REG))
 			continue;
-		/* Only files still registered under their number move over
-		   (never one of the kqueue's own: see kq_intfd_claim). */
-		if (kq_intfd_has(kq, (uintptr_t)fd) ||
-		    !epoll_holds(kq->kq_fd, fd)) {
+		/* No chain hangs under one of the kqueue's own numbers
+		   (kq_intfd_claim, kq_change). */
+		KQ_ASSERT(!kq_intfd_has(kq, (uintptr_t)fd));
+		/* Only files still registered under their number move over. */
+		if (!epoll_holds(kq->kq_fd, fd)) {
 			knote_drop_fd(kq, fd);
 			continue;
 		}

@@ -413,20 +413,42 @@ kq_prefetch_nread(const struct epoll_event *e)
 }
 
 /*
+ * Descriptors whose fresh events of a level-triggered registration gave no
+ * kevent in one round of translations, each once, at most KQ_NQUIET (more
+ * are verified in a later round: each round drops some).  See
+ * kq_quiet_check.
+ */
+struct kq_quiet {
+	int	 n;
+	int	 fd[KQ_NQUIET];
+};
+
+static void
+kq_quiet_add(struct kq_quiet *q, int fd)
+{
+	int i;
+
+	for (i = 0; i < q->n; i++)
+		if (q->fd[i] == fd)
+			return;
+	if (q->n < KQ_NQUIET)
+		q->fd[q->n++] = fd;
+}
+
+/*
  * Pass B: translate one epoll event.  Returns the kevents written.
  * stale: the event may predate a change of its registration (kq_ev_stale);
  * nread: kq_prefetch_nread()'s count, used only if the event is not stale,
- * or INT_MIN.
+ * or INT_MIN; quiet collects the descriptor if its event was quiet.
  */
 static int
 kq_translate(struct kqueue *kq, const struct epoll_event *e,
-    struct kevent *out, int room, int stale, int nread, int *quiet)
+    struct kevent *out, int room, int stale, int nread, struct kq_quiet *quiet)
 {
 	struct knote *kn, *next, *chain;
 	int fd, k = 0, fired, asked = 0;
 	uint32_t hint;
 
-	*quiet = 0;
 	if (e->data.u64 & KQ_SRCKEY) {
 		kq_src_dispatch(kq, e->data.u64, e->events);
 		return 0;
@@ -521,27 +543,12 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 	if (k == 0 && asked > 0 && !stale &&
 	    (chain = knote_fdchain(kq, fd)) != NULL &&
 	    (chain->kn_reg & (R_REG | R_ET | R_ONESHOT)) == R_REG)
-		*quiet = 1;
+		kq_quiet_add(quiet, fd);
 	return k;
 }
 
-/* Add fd to quiet[0..nq) unless there or full; returns the new count.
-   (More in one round are verified in the next: each round drops some.) */
-static int
-kq_quiet_add(int *quiet, int nq, int fd)
-{
-	int i;
-
-	for (i = 0; i < nq; i++)
-		if (quiet[i] == fd)
-			return nq;
-	if (nq < KQ_NQUIET)
-		quiet[nq++] = fd;
-	return nq;
-}
-
 /*
- * The descriptors in quiet[0..nq) had fresh events of level-triggered
+ * The descriptors in q had fresh events of level-triggered
  * registrations that gave no kevent.  A lost race (another thread read
  * the data first) does that once; so does a number closed behind the C
  * library's back and reused while a dup() keeps the old, registered file
@@ -551,12 +558,12 @@ kq_quiet_add(int *quiet, int nq, int fd)
  * events all deliver.
  */
 static void
-kq_quiet_check(struct kqueue *kq, const int *quiet, int nq)
+kq_quiet_check(struct kqueue *kq, const struct kq_quiet *q)
 {
 	int i;
 
-	for (i = 0; i < nq; i++)
-		fdreg_verify(kq, quiet[i]);
+	for (i = 0; i < q->n; i++)
+		fdreg_verify(kq, q->fd[i]);
 }
 
 /*
@@ -725,7 +732,7 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
     int nevents)
 {
 	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
-	int quiet[KQ_NQUIET], nq = 0, q;
+	struct kq_quiet quiet = { 0, { 0 } };
 
 	if (__builtin_expect(kq->kq_alert != NULL, 0)) {
 		/* A port in alert mode reports its alert, and only that. */
@@ -784,10 +791,7 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 				    (R_REG | R_ET | R_ONESHOT)) == R_REG;
 			}
 			n += kq_translate(kq, &ev[i], out + n, nevents - n, 0,
-			    INT_MIN, &q);
-			if (q)
-				nq = kq_quiet_add(quiet, nq,
-				    (int)ev[i].data.u64);
+			    INT_MIN, &quiet);
 			if (!again ||
 			    knote_fdchain(kq, (int)ev[i].data.u64) != chain)
 				used++;
@@ -809,8 +813,7 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 		} else
 			seen = 0;
 	}
-	if (nq > 0)
-		kq_quiet_check(kq, quiet, nq);
+	kq_quiet_check(kq, &quiet);
 	if (n < nevents && kq->kq_count > 0)
 		n += kq_scan_active(kq, out + n, nevents - n);
 	KQ_ASSERT(n >= 0 && n <= nevents);
@@ -855,7 +858,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	int nread[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
 	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0, fast;
-	int quiet[KQ_NQUIET], nq, q;
+	struct kq_quiet quiet;
 	uint32_t seq;
 	uint64_t runs;
 
@@ -956,17 +959,13 @@ wait:
 			break;
 		}
 		n = 0;
-		nq = 0;
+		quiet.n = 0;
 		for (i = 0; i < r; i++) {
 			stale = kq_ev_stale(kq, &ev[i], seq);
 			n += kq_translate(kq, &ev[i], out + n, nevents - n,
-			    stale, nread[i], &q);
-			if (q)
-				nq = kq_quiet_add(quiet, nq,
-				    (int)ev[i].data.u64);
+			    stale, nread[i], &quiet);
 		}
-		if (nq > 0)
-			kq_quiet_check(kq, quiet, nq);
+		kq_quiet_check(kq, &quiet);
 		if (n > 0) {
 			/* A full batch: more may be ready; top up. */
 			if (n < nevents && (r == want || kq->kq_count > 0)) {

@@ -504,8 +504,10 @@ kq_free_all(struct kqueue *kq)
 	free(kq->kq_hash);
 	kq->kq_hash = NULL;
 	/* The internal sources close next (the knotes' own are closed). */
-	for (i = 0; i < (size_t)kq->kq_intfdwords * 64; i++)
-		kq_intfd_release(kq, (int)i);
+	for (i = 0; i < (size_t)kq->kq_intfdwords; i++)
+		while (kq->kq_intfd[i] != 0)
+			kq_intfd_release(kq, (int)(i * 64) +
+			    __builtin_ctzll(kq->kq_intfd[i]));
 	free(kq->kq_intfd);
 	kq->kq_intfd = NULL;
 	kq->kq_intfdwords = 0;

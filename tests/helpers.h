@@ -198,6 +198,29 @@ write_all(int fd, const void *buf, size_t len)
 	}
 }
 
+/*
+ * A child that waits for a byte on go[0] (a pipe this creates), then exits
+ * with code (100 if go[1] is closed first).  Returns its pid.
+ */
+static inline pid_t
+t_spawn_waiting(int go[2], int code)
+{
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			T_EXIT(100);
+		T_EXIT(code);
+	}
+	close(go[0]);
+	return pid;
+}
+
 /* Number of open descriptors, or -1 when /proc/self/fd is absent. */
 static inline int
 t_count_fds(void)

@@ -28,26 +28,6 @@
 
 #define T_ALLPROC	(NOTE_EXIT | NOTE_FORK | NOTE_EXEC | NOTE_TRACK)
 
-/* A child that waits for a byte on go[0], then exits with code. */
-static pid_t
-spawn_waiting(int go[2], int code)
-{
-	pid_t pid;
-	char c;
-
-	assert_int_equal(pipe(go), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(go[1]);
-		if (read(go[0], &c, 1) != 1)
-			T_EXIT(100);
-		T_EXIT(code);
-	}
-	close(go[0]);
-	return pid;
-}
-
 static void
 release(int go[2])
 {
@@ -122,7 +102,7 @@ static void
 note_exit_reports_exit_status(void **state)
 {
 	int kq = kqueue(), go[2], st;
-	pid_t pid = spawn_waiting(go, 3);
+	pid_t pid = t_spawn_waiting(go, 3);
 	struct kevent ev;
 
 	assert_true(kq >= 0);
@@ -145,7 +125,7 @@ static void
 note_exit_reports_killing_signal(void **state)
 {
 	int kq = kqueue(), go[2], st;
-	pid_t pid = spawn_waiting(go, 0);
+	pid_t pid = t_spawn_waiting(go, 0);
 	struct kevent ev;
 
 	assert_true(kq >= 0);
@@ -165,7 +145,7 @@ static void
 note_exit_on_zombie_fires_at_once(void **state)
 {
 	int kq = kqueue(), go[2], st;
-	pid_t pid = spawn_waiting(go, 7);
+	pid_t pid = t_spawn_waiting(go, 7);
 	struct kevent ev;
 
 	assert_true(kq >= 0);
@@ -303,7 +283,7 @@ static void
 zombie_without_note_exit_is_esrch(void **state)
 {
 	int kq = kqueue(), go[2];
-	pid_t pid = spawn_waiting(go, 0);
+	pid_t pid = t_spawn_waiting(go, 0);
 
 	assert_true(kq >= 0);
 	release(go);
@@ -319,7 +299,7 @@ static void
 unknown_pid_is_esrch(void **state)
 {
 	int kq = kqueue(), go[2];
-	pid_t pid = spawn_waiting(go, 0);
+	pid_t pid = t_spawn_waiting(go, 0);
 	struct kevent kev, out;
 
 	assert_true(kq >= 0);
@@ -408,7 +388,7 @@ static void
 disabled_knote_reports_exit_when_enabled(void **state)
 {
 	int kq = kqueue(), go[2];
-	pid_t pid = spawn_waiting(go, 9);
+	pid_t pid = t_spawn_waiting(go, 9);
 	struct kevent ev;
 
 	assert_true(kq >= 0);
@@ -433,7 +413,7 @@ static void
 exit_while_disabled_reported_by_ev_enable_with_zero_fflags(void **state)
 {
 	int kq = kqueue(), go[2];
-	pid_t pid = spawn_waiting(go, 6);
+	pid_t pid = t_spawn_waiting(go, 6);
 	struct kevent ev;
 
 	assert_true(kq >= 0);
@@ -456,7 +436,7 @@ static void
 exit_while_disabled_without_interest_is_dropped(void **state)
 {
 	int kq = kqueue(), go[2];
-	pid_t pid = spawn_waiting(go, 6);
+	pid_t pid = t_spawn_waiting(go, 6);
 	struct kevent ev;
 
 	assert_true(kq >= 0);
@@ -486,7 +466,7 @@ static void
 disabled_knote_of_exited_process_does_not_spin(void **state)
 {
 	int kq = kqueue(), go[2], i;
-	pid_t pid = spawn_waiting(go, 0);
+	pid_t pid = t_spawn_waiting(go, 0);
 	struct kevent ev;
 	double c0, c1;
 
@@ -862,7 +842,7 @@ note_trackerr_when_child_cannot_be_attached(void **state)
 static int
 procdesc_waiting(int go[2], int code, pid_t *pidp)
 {
-	pid_t pid = spawn_waiting(go, code);
+	pid_t pid = t_spawn_waiting(go, code);
 	int pd;
 
 #ifdef __linux__
@@ -1034,7 +1014,7 @@ static void
 close_of_kqueue_with_proc_knotes_leaks_no_descriptors(void **state)
 {
 	int go[2], fds0 = -1, fds1, i, cn = 1;
-	pid_t pid = spawn_waiting(go, 0);
+	pid_t pid = t_spawn_waiting(go, 0);
 
 	for (i = 0; i < 40; i++) {
 		int kq, pd = -1;

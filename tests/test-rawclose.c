@@ -324,27 +324,6 @@ vnode_knote_of_number_reused_by_a_watched_socket_leaves_its_knote(void **state)
 }
 
 /*
- * A child process that exits with code once the parent closes go[1] (its
- * end of the pipe go, which this creates).  Returns the child's pid.
- */
-static pid_t
-child_exiting_when_told(int go[2], int code)
-{
-	pid_t pid;
-	char c;
-
-	assert_int_equal(pipe(go), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(go[1]);
-		T_EXIT(read(go[0], &c, 1) == 0 ? code : 100);
-	}
-	close(go[0]);
-	return pid;
-}
-
-/*
  * A number closed raw while a dup() keeps its file open: epoll still
  * reports the file under the old number.  That event is not reported, and
  * the kqueue's other knotes -- another descriptor, a timer, a process --
@@ -360,7 +339,7 @@ other_knotes_survive_a_number_closed_raw_while_its_file_stays_open(void **state)
 	char c;
 
 	(void)state;
-	pid = child_exiting_when_told(go, 9);
+	pid = t_spawn_waiting(go, 9);
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(pipe(q), 0);
 	t_track(p[1]);
@@ -375,6 +354,7 @@ other_knotes_survive_a_number_closed_raw_while_its_file_stays_open(void **state)
 	write_all(p[1], "x", 1);
 	t_expect_none(kq);
 	write_all(q[1], "yz", 2);
+	write_all(go[1], "g", 1);
 	close(go[1]);
 	for (i = 0; i < 50 && !(seen_q && seen_timer && seen_proc); i++) {
 		int n = kevent(kq, NULL, 0, ev, 8, &(struct timespec){ 0, 100000000 });
@@ -810,7 +790,7 @@ change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 	pid_t pid;
 
 	(void)state;
-	pid = child_exiting_when_told(go, 7);
+	pid = t_spawn_waiting(go, 7);
 	open_fds(before);
 	kq = t_new_kq();
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 20, NULL);
@@ -837,6 +817,7 @@ change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 		assert_int_equal(errno, EBUSY);
 	}
 	assert_true(n >= 2);	/* at least its eventfd and timerfd */
+	write_all(go[1], "g", 1);
 	close(go[1]);
 	for (i = 0; i < 100 && !(seen_timer && seen_proc); i++) {
 		int r = kevent(kq, NULL, 0, ev, 4,
