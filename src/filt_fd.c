@@ -75,7 +75,7 @@ static int
 fd_kind(struct kqueue *kq, struct knote *kn)
 {
 	struct stat st;
-	int k = R_KIND(kn->kn_reg), fd = (int)kn->kn_ident, type = 0;
+	int k = R_KIND(kn->kn_reg), fd = (int)kn->kn_ident, type = 0, r;
 	socklen_t len = sizeof(type);
 
 	if (k != K_UNKNOWN)
@@ -85,7 +85,7 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 	 * system call on a new connection's first event); anything else
 	 * fails it with ENOTSOCK and is looked at with fstat.
 	 */
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) {
+	if ((r = ksys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) == 0) {
 		k = K_SOCK;
 		if (type == SOCK_DGRAM || type == SOCK_SEQPACKET ||
 		    type == SOCK_RAW) {
@@ -94,13 +94,13 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 			/* AF_UNIX SEQPACKET's FIONREAD counts every record
 			   already: a plain socket. */
 			len = sizeof(dom);
-			if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom,
+			if (ksys_getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom,
 			    &len) != 0 || dom != AF_UNIX)
 				k = K_DGRAM;
 			else if (type != SOCK_SEQPACKET)
 				k = K_UDGRAM;
 		}
-	} else if (errno != ENOTSOCK || fstat(fd, &st) != 0)
+	} else if (r != -ENOTSOCK || fstat(fd, &st) != 0)
 		return K_UNKNOWN;
 	else if (S_ISSOCK(st.st_mode))
 		k = K_SOCK;
@@ -214,10 +214,18 @@ dgram_total(int fd, int unix_domain)
 static uint32_t
 sock_eof_error(struct kqueue *kq, struct knote *kn, uint32_t mask)
 {
+	/*
+	 * Without EPOLLERR the kernel holds no error, and only one kq kept
+	 * earlier can be reported: sockerr.c checks it is this socket's, and
+	 * makes no system call while it keeps none.  So the descriptor's
+	 * kind is not asked: a connection's end of file, the last event of
+	 * most of them, costs no SO_TYPE.
+	 */
+	if (!(mask & EPOLLERR))
+		return (uint32_t)kq_sockerr((int)kn->kn_ident, 0);
 	if (!k_is_socket(fd_kind(kq, kn)))
 		return 0;
-	return (uint32_t)kq_sockerr((int)kn->kn_ident,
-	    (mask & EPOLLERR) != 0);
+	return (uint32_t)kq_sockerr((int)kn->kn_ident, 1);
 }
 
 /*
@@ -241,7 +249,7 @@ listen_backlog(struct kqueue *kq, struct knote *kn, int *listener)
 
 	*listener = 0;
 	if (k != K_ULISTEN) {
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
+		if (ksys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) {
 			if (ti.tcpi_state == 10 /* TCP_LISTEN */) {
 				if (k != K_LISTEN)
 					fdreg_kind(kq, fd, K_LISTEN);
@@ -255,7 +263,7 @@ listen_backlog(struct kqueue *kq, struct knote *kn, int *listener)
 			return 1;
 		}
 		len = sizeof(on);
-		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 ||
+		if (ksys_getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 ||
 		    !on)
 			return 1;
 		fdreg_kind(kq, fd, K_ULISTEN);
@@ -480,8 +488,9 @@ write_space(struct kqueue *kq, struct knote *kn)
 		socklen_t len = sizeof(mi);
 		int64_t used;
 
-		if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) != 0)
-			return errno == EBADF ? -1 : 0;
+		if ((r = ksys_getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi,
+		    &len)) != 0)
+			return r == -EBADF ? -1 : 0;
 		used = mi[SK_MEMINFO_WMEM_QUEUED] > mi[SK_MEMINFO_WMEM_ALLOC] ?
 		    mi[SK_MEMINFO_WMEM_QUEUED] : mi[SK_MEMINFO_WMEM_ALLOC];
 		return (int64_t)mi[SK_MEMINFO_SNDBUF] - used > 0 ?
@@ -570,7 +579,7 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		uint64_t ti[TCPI_WORDS], acked;
 		socklen_t len = sizeof(ti);
 
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0 &&
+		if (ksys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0 &&
 		    len >= TCPI_BYTES_ACKED_OFF + sizeof(acked)) {
 			memcpy(&acked, (char *)ti + TCPI_BYTES_ACKED_OFF,
 			    sizeof(acked));

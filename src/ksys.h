@@ -112,4 +112,16 @@ ksys_ioctl(int fd, unsigned long req, void *arg)
 	return (int)ksys4(SYS_ioctl, fd, (long)req, (long)arg, 0);
 }
 
+/*
+ * getsockopt(2) on the kernel directly: kq's own queries (TCP_INFO on a
+ * listener's every event, SO_TYPE) bypass the getsockopt() kq exports in
+ * the C library's place (sockerr.c), which only SO_ERROR needs.
+ */
+static inline int
+ksys_getsockopt(int fd, int level, int name, void *val, unsigned int *len)
+{
+	return (int)ksys6(SYS_getsockopt, fd, level, name, (long)val,
+	    (long)len, 0);
+}
+
 #endif /* KQ_KSYS_H */

@@ -352,6 +352,60 @@ listen_socket_data_is_accept_queue_length(void **state)
 }
 
 /*
+ * A level-triggered knote reports a reset connection at every call, and
+ * every report carries so_error until the application reads it: FreeBSD
+ * leaves so_error in place when it reports it.  The second report is made
+ * when the kernel no longer flags an error (kq took it for the first).
+ */
+static void
+socket_reset_reported_again_still_carries_so_error(void **state)
+{
+	struct sockaddr_in sin;
+	struct linger lg = { 1, 0 };
+	int kq, ls, c, s, r = 0;
+	struct kevent ev;
+
+	(void)state;
+	ls = tcp_listener(&sin);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(c >= 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	s = accept(ls, NULL, NULL);
+	assert_true(s >= 0);
+	close(ls);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, c, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg,
+	    sizeof(lg)), 0);
+	assert_int_equal(close(s), 0);
+
+	memset(&ev, 0, sizeof(ev));
+	for (int i = 0; i < 50; i++) {
+		r = wait_events(kq, &ev, 1, 20);
+		if (r == 1 && (ev.flags & EV_EOF))
+			break;
+	}
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.fflags, ECONNRESET);
+	for (int i = 0; i < 3; i++) {
+		memset(&ev, 0, sizeof(ev));
+		assert_int_equal(wait_events(kq, &ev, 1, 20), 1);
+		assert_int_equal(ev.ident, c);
+		assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+		assert_int_equal(ev.fflags, ECONNRESET);
+	}
+	/* Read by the application: gone, from the socket and the reports. */
+	assert_int_equal(t_so_error(c), ECONNRESET);
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(wait_events(kq, &ev, 1, 20), 1);
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+	assert_int_equal(ev.fflags, 0);
+
+	close(kq);
+	close(c);
+}
+
+/*
  * A connection reset is an EOF that carries the socket error: EV_EOF with
  * fflags = so_error (ECONNRESET), FreeBSD filt_soread.
  */
@@ -816,6 +870,7 @@ main(void)
 		cmocka_unit_test(socket_note_lowat_holds_event_until_mark),
 		cmocka_unit_test(listen_socket_data_is_accept_queue_length),
 		cmocka_unit_test(socket_eof_after_reset_carries_so_error),
+		cmocka_unit_test(socket_reset_reported_again_still_carries_so_error),
 		cmocka_unit_test(pipe_data_is_bytes_and_eof_on_writer_close),
 		cmocka_unit_test(pipe_eof_only_when_last_writer_closes),
 		cmocka_unit_test(fifo_eof_on_writer_close_and_cleared_by_new_writer),
