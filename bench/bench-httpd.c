@@ -788,6 +788,9 @@ ht_httperf(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
 	r->cpu_pct = 100.0 * (double)(cpu1 - cpu0) / (double)(w1 - w0);
 	r->limit_hits = ht_limit_notes(c, s) - lim0;
 	r->nprobe = ns;
+	if (probe && ns == 0)
+		progress("httpd: no probe answered by %s in this run (%d "
+		    "failed)\n", s->handler, r->probe_err);
 	for (int i = 0; i < ns && pool; i++)
 		if (*npool < HT_POOL)
 			pool[(*npool)++] = samples[i];
@@ -921,7 +924,7 @@ cell_ratio(const struct ht_cell *a, const struct ht_cell *b, size_t off)
 		double x = *(const double *)((const char *)&a->run[i] + off);
 		double y = *(const double *)((const char *)&b->run[i] + off);
 
-		if (y > 0)
+		if (y > 0 && x > 0)	/* a run without a value has no ratio */
 			v[n++] = x / y;
 	}
 	return median(v, n);
@@ -1237,7 +1240,10 @@ out:
 			} else
 				for (int col = 6; col < 10; col++)
 					bt_set(tr, r, col, "n/a");
-			bt_set(tr, r, 10, "%s", pr <= 1.10 && cr <= 1.10 ?
+			/* No probe answered (ratio 0): not measured, so not
+			   within anything. */
+			bt_set(tr, r, 10, "%s", !(pr > 0 && cr > 0) ?
+			    "not measured" : pr <= 1.10 && cr <= 1.10 ?
 			    "yes" : "no");
 		}
 	bt_note(t, "One binary, three handlers (server.event-handler); the "
@@ -1277,7 +1283,8 @@ out:
 	    "measured in this run (FIONREAD %.0f ns on a connected socket, "
 	    "%.0f ns on a listening one, the larger used; TCP_INFO %.0f ns) as "
 	    "a share of the kqueue server's CPU per request.  `within 10%%`: "
-	    "probe reply x and CPU/req x both <= 1.10.\n", cost[0], cost[1],
+	    "probe reply x and CPU/req x both <= 1.10 (`not measured` when "
+	    "no probe of a run pair answered).\n", cost[0], cost[1],
 	    cost[2]);
 	if (nsizes >= 2 && rc == 0) {
 		/* Where the seed's claim holds: growth from N=0 to N_max. */
