@@ -241,26 +241,38 @@ plot_one(FILE *gp, int pi, const struct plot_spec *ps, const struct tsv *t)
 		}
 	if (nser == 0)
 		return 0;
-	for (int k = 0; k < nser; k++) {
-		int w = kwhich[k];
+	/* Two passes: count the points, then write them.  A plot without
+	   one point (every value 0 on a log scale: nothing was measured) is
+	   not drawn; gnuplot would fail on its empty range. */
+	for (int pass = 0, npt = 0; pass < 2; pass++) {
+		for (int k = 0; k < nser; k++) {
+			int w = kwhich[k];
 
-		fprintf(gp, "$p%d_%d << EOD\n", pi, k);
-		for (int r = 0; r < t->nrows; r++) {
-			char key[BT_CELL * 2], *end;
-			double x, y;
+			if (pass)
+				fprintf(gp, "$p%d_%d << EOD\n", pi, k);
+			for (int r = 0; r < t->nrows; r++) {
+				char key[BT_CELL * 2], *end;
+				double x, y;
 
-			if (!row_key(t, r, ps, w, key, sizeof(key)) ||
-			    strcmp(key, keys[k]) != 0)
-				continue;
-			x = strtod(t->cell[r][xc], &end);
-			if (end == t->cell[r][xc])
-				continue;
-			y = strtod(t->cell[r][yc[w]], &end);
-			if (end == t->cell[r][yc[w]] || (ps->logy && y <= 0))
-				continue;
-			fprintf(gp, "%g %g\n", x, y);
+				if (!row_key(t, r, ps, w, key, sizeof(key)) ||
+				    strcmp(key, keys[k]) != 0)
+					continue;
+				x = strtod(t->cell[r][xc], &end);
+				if (end == t->cell[r][xc])
+					continue;
+				y = strtod(t->cell[r][yc[w]], &end);
+				if (end == t->cell[r][yc[w]] ||
+				    (ps->logy && y <= 0))
+					continue;
+				if (pass)
+					fprintf(gp, "%g %g\n", x, y);
+				npt++;
+			}
+			if (pass)
+				fprintf(gp, "EOD\n");
 		}
-		fprintf(gp, "EOD\n");
+		if (npt == 0)
+			return 0;
 	}
 	fprintf(gp, "reset\nset terminal svg size 800,500 dynamic "
 	    "font 'sans,12'\nset output '%s.svg'\n", ps->name);
