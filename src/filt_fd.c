@@ -412,8 +412,16 @@ count:
 				return 0;
 		}
 		data = n;
-		/* A datagram socket: every queued datagram's payload. */
-		if (((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM) &&
+		/*
+		 * A datagram socket: every queued datagram's payload.  Not
+		 * asked at an end of file with nothing counted: a datagram
+		 * socket reaches end of file only by a shutdown of its own
+		 * reading side, which on FreeBSD discards what is queued
+		 * (sorflush), so 0 is its count; and a connection's last
+		 * event needs no SO_TYPE.
+		 */
+		if ((n > 0 || !eof) &&
+		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM) &&
 		    (data = dgram_total(fd, k == K_UDGRAM)) < 0)
 			data = n;
 	} else if (r == -EBADF)

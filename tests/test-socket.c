@@ -445,6 +445,36 @@ dg_check(int family, int type, int connected, int count)
 	close(kq);
 }
 
+/*
+ * A datagram socket whose reading side the application shut down reports
+ * EV_EOF with data 0: FreeBSD's shutdown(SHUT_RD) discards what is queued
+ * (sorflush).  Here an empty datagram heads the queue, so the count of
+ * the first datagram is 0 too.
+ */
+static void
+udp4_shut_for_reading_reports_eof_with_no_data(void **state)
+{
+	struct dgpair p;
+	struct kevent ev;
+	int kq = t_new_kq();
+
+	(void)state;
+	if (!dg_open(&p, AF_INET, SOCK_DGRAM, 1)) {
+		close(kq);
+		skip();
+	}
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(send(p.tx, "", 0, 0), 0);
+	assert_int_equal(send(p.tx, "hello", 5, 0), 5);
+	assert_true(wait_for(kq, p.rx, EVFILT_READ, &ev, 1000));
+	assert_int_equal(shutdown(p.rx, SHUT_RD), 0);
+	assert_true(wait_for(kq, p.rx, EVFILT_READ, &ev, 1000));
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+	assert_int_equal(ev.data, 0);
+	dg_close(&p);
+	close(kq);
+}
+
 static void
 udp4_data_is_one_datagram_payload(void **state)
 {
@@ -664,6 +694,7 @@ main(void)
 		cmocka_unit_test(udp6_data_is_fifty_datagrams_payload),
 		cmocka_unit_test(udp6_connected_data_is_fifty_datagrams_payload),
 		cmocka_unit_test(unix_dgram_data_is_fifty_datagrams_payload),
+		cmocka_unit_test(udp4_shut_for_reading_reports_eof_with_no_data),
 		cmocka_unit_test(unix_seqpacket_data_is_every_record_payload),
 		cmocka_unit_test(udp4_reader_trusting_data_gets_every_datagram_with_ev_clear),
 		cmocka_unit_test(udp6_reader_trusting_data_gets_every_datagram_with_ev_clear),
