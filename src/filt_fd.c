@@ -555,6 +555,23 @@ filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
 }
 
 /*
+ * Is fd a TCP socket whose connection is gone (TCP_CLOSE: reset, timed
+ * out)?  Linux leaves the bytes it never got acknowledged counted in
+ * SIOCOUTQ then, though nothing will ever send them; FreeBSD empties the
+ * send buffer when the connection drops (soisdisconnected), so its
+ * EVFILT_EMPTY fires.  Asked only while the count is not zero.
+ */
+static int
+tcp_dropped(int fd)
+{
+	uint8_t ti[8];	/* struct tcp_info starts with tcpi_state */
+	socklen_t len = sizeof(ti);
+
+	return ksys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0 &&
+	    len >= 1 && ti[0] == 7 /* TCP_CLOSE */;
+}
+
+/*
  * EVFILT_EMPTY: the send buffer holds nothing (all data acknowledged).
  * Linux does not wake pollers when the last byte is acknowledged, so an
  * enabled EMPTY knote that is not yet true is re-checked at least every
@@ -564,15 +581,18 @@ static int
 filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
 {
-	int fd = (int)kn->kn_ident, n;
+	int fd = (int)kn->kn_ident, n, gone = 0;
 
 	if (kn->kn_reg & R_NOPOLL)
 		return 0;
 	if (ioctl(fd, SIOCOUTQ, &n) != 0)
 		return errno == EBADF ? -1 : 0;
 	if (n != 0) {
-		kn->kn_status &= ~KN_FIRED;
-		return 0;
+		if (!tcp_dropped(fd)) {
+			kn->kn_status &= ~KN_FIRED;
+			return 0;
+		}
+		gone = n;	/* never to be sent: as if flushed */
 	}
 	if (kn->kn_flags & EV_CLEAR) {
 		/*
@@ -591,6 +611,9 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		    len >= TCPI_BYTES_ACKED_OFF + sizeof(acked)) {
 			memcpy(&acked, (char *)ti + TCPI_BYTES_ACKED_OFF,
 			    sizeof(acked));
+			/* A dropped connection's last bytes count as gone:
+			   that is the transition FreeBSD reports, once. */
+			acked += (uint64_t)gone;
 			if ((kn->kn_status & KN_FIRED) &&
 			    (int32_t)(uint32_t)acked == kn->kn_sdata)
 				return 0;

@@ -459,6 +459,40 @@ empty_fires_again_when_sent_data_acknowledged(void **state)
 	close(s);
 }
 
+/*
+ * Data sent after the peer closed its socket is answered with a reset:
+ * it is never acknowledged, but the connection is gone, and FreeBSD
+ * empties the send buffer when it drops (soisdisconnected), so
+ * EVFILT_EMPTY fires, once with EV_CLEAR.
+ */
+static void
+empty_fires_when_connection_dropped_with_data_unacknowledged(void **state)
+{
+	int kq, c, s, r = 0;
+	struct kevent ev;
+
+	(void)state;
+	tcp_pair(&c, &s);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, c, EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(wait_events(kq, &ev, 1, 20), 0);
+	assert_int_equal(close(s), 0);
+	usleep(20000);
+	assert_int_equal(send(c, "hello", 5, MSG_NOSIGNAL), 5);
+	for (int i = 0; i < 100 && r == 0; i++)
+		r = wait_events(kq, &ev, 1, 10);
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, c);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+	assert_int_equal(ev.data, 0);
+	/* Reported once: the buffer stays empty. */
+	assert_int_equal(wait_events(kq, &ev, 1, 30), 0);
+
+	close(kq);
+	close(c);
+}
+
 /* Level-triggered, registered after the send: fires once acknowledged. */
 static void
 empty_fires_after_send_acknowledged_level(void **state)
@@ -558,6 +592,7 @@ main(void)
 		cmocka_unit_test(tcp_write_eof_after_peer_reset),
 		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
+		cmocka_unit_test(empty_fires_when_connection_dropped_with_data_unacknowledged),
 		cmocka_unit_test(empty_fires_after_send_acknowledged_level),
 		cmocka_unit_test(write_knote_of_full_socket_shut_down_for_writing_fires_at_once),
 #ifdef F_SETPIPE_SZ
