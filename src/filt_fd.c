@@ -292,11 +292,59 @@ filt_fdattach(struct kqueue *kq, struct knote *kn)
 	return e;
 }
 
+/*
+ * An EVFILT_EMPTY knote is also on its kqueue's kq_empty list (kq_lock),
+ * from a successful attach to its detach.  Linux does not wake pollers
+ * when the last byte is acknowledged, so the scan re-checks these knotes
+ * every few milliseconds (kq_nrepoll); the list makes that cost the EMPTY
+ * knotes, not a walk of every descriptor's chain.
+ */
+struct kn_empty {
+	struct knote	  ke_kn;	/* first: the engine's knote */
+	struct kn_empty	 *ke_next;
+	struct kn_empty	**ke_prevp;	/* NULL while not on the list */
+};
+
+static void
+empty_link(struct kqueue *kq, struct knote *kn)
+{
+	struct kn_empty *ke = (struct kn_empty *)(void *)kn;
+
+	if ((ke->ke_next = kq->kq_empty) != NULL)
+		ke->ke_next->ke_prevp = &ke->ke_next;
+	ke->ke_prevp = &kq->kq_empty;
+	kq->kq_empty = ke;
+	kq->kq_nrepoll++;
+}
+
+static void
+empty_unlink(struct kqueue *kq, struct knote *kn)
+{
+	struct kn_empty *ke = (struct kn_empty *)(void *)kn;
+
+	if (ke->ke_prevp == NULL)
+		return;
+	if ((*ke->ke_prevp = ke->ke_next) != NULL)
+		ke->ke_next->ke_prevp = ke->ke_prevp;
+	ke->ke_prevp = NULL;
+	kq->kq_nrepoll--;
+}
+
+void
+kq_empty_repoll(struct kqueue *kq)
+{
+	struct kn_empty *ke;
+
+	for (ke = kq->kq_empty; ke != NULL; ke = ke->ke_next)
+		if (!(ke->ke_kn.kn_status & KN_DISABLED))
+			knote_enqueue(kq, &ke->ke_kn);
+}
+
 static int
 filt_fddetach(struct kqueue *kq, struct knote *kn)
 {
 	if (kn->kn_filter == EVFILT_EMPTY)
-		kq->kq_nrepoll--;
+		empty_unlink(kq, kn);
 	if (R_KIND(kn->kn_reg) == K_FILE)
 		kq_inotify_unwatch(kq, kn);
 	return fdreg_detach(kq, kn);
@@ -633,10 +681,14 @@ filt_emptyattach(struct kqueue *kq, struct knote *kn)
 {
 	struct stat st;
 
+	int e;
+
 	if (fstat((int)kn->kn_ident, &st) == 0 && !S_ISSOCK(st.st_mode))
 		return EINVAL;
-	kq->kq_nrepoll++;
-	return filt_fdattach(kq, kn);
+	/* A failed attach is not detached: link only after success. */
+	if ((e = filt_fdattach(kq, kn)) == 0)
+		empty_link(kq, kn);
+	return e;
 }
 
 const struct filterops fd_read_filtops = {
@@ -667,7 +719,7 @@ filt_emptyclear(struct kqueue *kq, struct knote *kn)
 
 const struct filterops fd_empty_filtops = {
 	.f_isfd = 1,
-	.f_size = sizeof(struct knote),
+	.f_size = sizeof(struct kn_empty),
 	.f_attach = filt_emptyattach,
 	.f_detach = filt_fddetach,
 	.f_modify = filt_fdmodify,

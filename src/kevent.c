@@ -622,19 +622,6 @@ kq_rebuild(struct kqueue *kq)
 }
 
 /* Enqueue the EVFILT_EMPTY knotes for their periodic re-check. */
-static void
-kq_repoll(struct kqueue *kq)
-{
-	int fd;
-	struct knote *kn;
-
-	for (fd = 0; fd < kq->kq_fdtabsize; fd++)
-		for (kn = kq->kq_fdtab[fd]; kn != NULL; kn = kn->kn_link)
-			if (kn->kn_filter == EVFILT_EMPTY &&
-			    !(kn->kn_status & KN_DISABLED))
-				knote_enqueue(kq, kn);
-}
-
 static int64_t
 ts_to_ns(const struct timespec *ts)
 {
@@ -742,7 +729,7 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 		return 1;
 	}
 	if (kq->kq_nrepoll > 0)
-		kq_repoll(kq);
+		kq_empty_repoll(kq);
 	/*
 	 * Fairness between the two sources: while the active list has
 	 * knotes, collections start alternately with it and with the epoll

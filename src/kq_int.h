@@ -247,6 +247,8 @@ struct kqsrc {
 
 #define KQ_NQUIET	8	/* quiet descriptors verified per round */
 
+struct kn_empty;
+
 /*
  * The fields kevent() reads on every call come first: the first cache line
  * (up to kq_port) and the second (up to kq_nrepoll) are what a wake-up
@@ -285,6 +287,7 @@ struct kqueue {
 	int		 kq_nfdchains;	/* non-empty kq_fdtab slots */
 	int		 kq_nrepoll;	/* knotes that must be re-checked on a
 					   timer (EVFILT_EMPTY) */
+	struct kn_empty	*kq_empty;	/* those knotes (filt_fd.c) */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;
@@ -517,6 +520,8 @@ int		 kq_port_scan(struct kqueue *, struct kevent *out, int nevents,
 		    const struct timespec *tsp, int *held);
 int		 kq_owned(struct kqueue *);
 int64_t		 kq_pending(int fd);
+/* filt_fd.c: queue every enabled EVFILT_EMPTY knote for a re-check. */
+void		 kq_empty_repoll(struct kqueue *kq);
 int64_t		 kq_absorb(struct kqueue *);
 
 /*

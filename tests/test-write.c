@@ -493,6 +493,54 @@ empty_fires_when_connection_dropped_with_data_unacknowledged(void **state)
 	close(c);
 }
 
+/*
+ * EVFILT_EMPTY knotes on several sockets: deleting one (EV_DELETE),
+ * closing the socket of another and disabling a third leave the others
+ * reporting, each once per call; the disabled one reports again when
+ * enabled.
+ */
+static void
+empty_knotes_outlive_their_neighbours_deleted_closed_or_disabled(void **state)
+{
+	enum { NS = 6 };
+	int kq, c[NS], s[NS], seen[NS], r;
+	struct kevent ev[NS + 1];
+
+	(void)state;
+	assert_true((kq = kqueue()) >= 0);
+	for (int i = 0; i < NS; i++) {
+		tcp_pair(&c[i], &s[i]);
+		t_change(kq, c[i], EVFILT_EMPTY, EV_ADD, 0, 0,
+		    (void *)(intptr_t)i);
+	}
+	t_change(kq, c[1], EVFILT_EMPTY, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(close(c[3]), 0);
+	t_change(kq, c[4], EVFILT_EMPTY, EV_DISABLE, 0, 0, NULL);
+	for (int round = 0; round < 3; round++) {
+		memset(seen, 0, sizeof(seen));
+		r = wait_events(kq, ev, NS + 1, 1000);
+		for (int k = 0; k < r; k++) {
+			int i = (int)(intptr_t)ev[k].udata;
+
+			assert_int_equal(ev[k].filter, EVFILT_EMPTY);
+			assert_true(i >= 0 && i < NS);
+			assert_int_equal(ev[k].ident, c[i]);
+			seen[i]++;
+		}
+		assert_int_equal(r, 3);
+		assert_int_equal(seen[0] + seen[2] + seen[5], 3);
+	}
+	t_change(kq, c[4], EVFILT_EMPTY, EV_ENABLE, 0, 0, NULL);
+	r = wait_events(kq, ev, NS + 1, 1000);
+	assert_int_equal(r, 4);
+	for (int i = 0; i < NS; i++) {
+		if (i != 3)
+			close(c[i]);
+		close(s[i]);
+	}
+	close(kq);
+}
+
 /* Level-triggered, registered after the send: fires once acknowledged. */
 static void
 empty_fires_after_send_acknowledged_level(void **state)
@@ -593,6 +641,7 @@ main(void)
 		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
 		cmocka_unit_test(empty_fires_when_connection_dropped_with_data_unacknowledged),
+		cmocka_unit_test(empty_knotes_outlive_their_neighbours_deleted_closed_or_disabled),
 		cmocka_unit_test(empty_fires_after_send_acknowledged_level),
 		cmocka_unit_test(write_knote_of_full_socket_shut_down_for_writing_fires_at_once),
 #ifdef F_SETPIPE_SZ
