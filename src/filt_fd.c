@@ -461,17 +461,21 @@ count:
 		}
 		data = n;
 		/*
-		 * A datagram socket: every queued datagram's payload.  Not
-		 * asked at an end of file with nothing counted: a datagram
-		 * socket reaches end of file only by a shutdown of its own
-		 * reading side, which on FreeBSD discards what is queued
-		 * (sorflush), so 0 is its count; and a connection's last
-		 * event needs no SO_TYPE.
+		 * A datagram socket: every queued datagram's payload; at an
+		 * end of file, 0.  A datagram socket reaches end of file by a
+		 * shutdown of its own reading side, which on FreeBSD discards
+		 * the queue (sorflush), where Linux keeps it.  So the kind is
+		 * not asked at an end of file with nothing counted: that is
+		 * 0 either way, and a connection's last event needs no
+		 * SO_TYPE.
 		 */
 		if ((n > 0 || !eof) &&
-		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM) &&
-		    (data = dgram_total(fd, k == K_UDGRAM)) < 0)
-			data = n;
+		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM)) {
+			if (eof)
+				data = 0;
+			else if ((data = dgram_total(fd, k == K_UDGRAM)) < 0)
+				data = n;
+		}
 	} else if (r == -EBADF)
 		return -1;
 	else {

@@ -621,7 +621,6 @@ kq_rebuild(struct kqueue *kq)
 	return e;
 }
 
-/* Enqueue the EVFILT_EMPTY knotes for their periodic re-check. */
 static int64_t
 ts_to_ns(const struct timespec *ts)
 {

@@ -448,23 +448,23 @@ dg_check(int family, int type, int connected, int count)
 /*
  * A datagram socket whose reading side the application shut down reports
  * EV_EOF with data 0: FreeBSD's shutdown(SHUT_RD) discards what is queued
- * (sorflush).  Here an empty datagram heads the queue, so the count of
- * the first datagram is 0 too.
+ * (sorflush).  first: the size of the datagram that heads the queue (0:
+ * an empty one), before one of 5 bytes.
  */
 static void
-udp4_shut_for_reading_reports_eof_with_no_data(void **state)
+dg_shut_for_reading(size_t first)
 {
 	struct dgpair p;
 	struct kevent ev;
+	char buf[16] = "0123456789";
 	int kq = t_new_kq();
 
-	(void)state;
 	if (!dg_open(&p, AF_INET, SOCK_DGRAM, 1)) {
 		close(kq);
 		skip();
 	}
 	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	assert_int_equal(send(p.tx, "", 0, 0), 0);
+	assert_int_equal(send(p.tx, buf, first, 0), (ssize_t)first);
 	assert_int_equal(send(p.tx, "hello", 5, 0), 5);
 	assert_true(wait_for(kq, p.rx, EVFILT_READ, &ev, 1000));
 	assert_int_equal(shutdown(p.rx, SHUT_RD), 0);
@@ -473,6 +473,20 @@ udp4_shut_for_reading_reports_eof_with_no_data(void **state)
 	assert_int_equal(ev.data, 0);
 	dg_close(&p);
 	close(kq);
+}
+
+static void
+udp4_shut_for_reading_reports_eof_with_no_data(void **state)
+{
+	(void)state;
+	dg_shut_for_reading(0);
+}
+
+static void
+udp4_shut_for_reading_with_data_queued_reports_eof_with_no_data(void **state)
+{
+	(void)state;
+	dg_shut_for_reading(10);
 }
 
 static void
@@ -695,6 +709,7 @@ main(void)
 		cmocka_unit_test(udp6_connected_data_is_fifty_datagrams_payload),
 		cmocka_unit_test(unix_dgram_data_is_fifty_datagrams_payload),
 		cmocka_unit_test(udp4_shut_for_reading_reports_eof_with_no_data),
+		cmocka_unit_test(udp4_shut_for_reading_with_data_queued_reports_eof_with_no_data),
 		cmocka_unit_test(unix_seqpacket_data_is_every_record_payload),
 		cmocka_unit_test(udp4_reader_trusting_data_gets_every_datagram_with_ev_clear),
 		cmocka_unit_test(udp6_reader_trusting_data_gets_every_datagram_with_ev_clear),
