@@ -352,6 +352,46 @@ listen_socket_data_is_accept_queue_length(void **state)
 }
 
 /*
+ * A connected TCP socket *c watched for EVFILT_READ in kqueue *kq, whose
+ * peer then resets the connection (linger 0: close() sends a reset, not
+ * a FIN).  Returns the first EV_EOF report.
+ */
+static struct kevent
+reset_under_read_knote(int *kq, int *c)
+{
+	struct sockaddr_in sin;
+	struct linger lg = { 1, 0 };
+	int ls, s, r = 0;
+	struct kevent ev;
+
+	ls = tcp_listener(&sin);
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(*c >= 0);
+	assert_int_equal(connect(*c, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	s = accept(ls, NULL, NULL);
+	assert_true(s >= 0);
+	close(ls);
+
+	assert_true((*kq = kqueue()) >= 0);
+	t_change(*kq, *c, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	t_expect_none(*kq);
+	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg,
+	    sizeof(lg)), 0);
+	assert_int_equal(close(s), 0);
+
+	memset(&ev, 0, sizeof(ev));
+	for (int i = 0; i < 50; i++) {
+		r = wait_events(*kq, &ev, 1, 20);
+		if (r == 1 && (ev.flags & EV_EOF))
+			break;
+	}
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, *c);
+	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+	return ev;
+}
+
+/*
  * A level-triggered knote reports a reset connection at every call, and
  * every report carries so_error until the application reads it: FreeBSD
  * leaves so_error in place when it reports it.  The second report is made
@@ -360,32 +400,11 @@ listen_socket_data_is_accept_queue_length(void **state)
 static void
 socket_reset_reported_again_still_carries_so_error(void **state)
 {
-	struct sockaddr_in sin;
-	struct linger lg = { 1, 0 };
-	int kq, ls, c, s, r = 0;
+	int kq, c;
 	struct kevent ev;
 
 	(void)state;
-	ls = tcp_listener(&sin);
-	c = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(c >= 0);
-	assert_int_equal(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	s = accept(ls, NULL, NULL);
-	assert_true(s >= 0);
-	close(ls);
-	assert_true((kq = kqueue()) >= 0);
-	t_change(kq, c, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg,
-	    sizeof(lg)), 0);
-	assert_int_equal(close(s), 0);
-
-	memset(&ev, 0, sizeof(ev));
-	for (int i = 0; i < 50; i++) {
-		r = wait_events(kq, &ev, 1, 20);
-		if (r == 1 && (ev.flags & EV_EOF))
-			break;
-	}
-	assert_int_equal(r, 1);
+	ev = reset_under_read_knote(&kq, &c);
 	assert_int_equal(ev.fflags, ECONNRESET);
 	for (int i = 0; i < 3; i++) {
 		memset(&ev, 0, sizeof(ev));
@@ -412,38 +431,11 @@ socket_reset_reported_again_still_carries_so_error(void **state)
 static void
 socket_eof_after_reset_carries_so_error(void **state)
 {
-	struct sockaddr_in sin;
-	struct linger lg = { 1, 0 };
-	int kq, ls, c, s, r = 0;
+	int kq, c;
 	struct kevent ev;
 
 	(void)state;
-	ls = tcp_listener(&sin);
-	c = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(c >= 0);
-	assert_int_equal(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	s = accept(ls, NULL, NULL);
-	assert_true(s >= 0);
-	close(ls);
-
-	assert_true((kq = kqueue()) >= 0);
-	t_change(kq, c, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	t_expect_none(kq);
-
-	/* Linger 0: close() sends a reset instead of a FIN. */
-	assert_int_equal(setsockopt(s, SOL_SOCKET, SO_LINGER, &lg,
-	    sizeof(lg)), 0);
-	assert_int_equal(close(s), 0);
-
-	memset(&ev, 0, sizeof(ev));
-	for (int i = 0; i < 50; i++) {
-		r = wait_events(kq, &ev, 1, 20);
-		if (r == 1 && (ev.flags & EV_EOF))
-			break;
-	}
-	assert_int_equal(r, 1);
-	assert_int_equal(ev.ident, c);
-	assert_int_equal(ev.flags & EV_EOF, EV_EOF);
+	ev = reset_under_read_knote(&kq, &c);
 	/* FreeBSD: fflags is so_error, which stays for the application. */
 	assert_int_equal(ev.fflags, ECONNRESET);
 	assert_int_equal(t_so_error(c), ECONNRESET);
