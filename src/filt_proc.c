@@ -553,7 +553,7 @@ proc_cn_ack(int fd, uint32_t seq)
 
 /* Open the kqueue's connector socket if it has none.  0 or an errno. */
 static int
-proc_cn_open(struct kqueue *kq)
+proc_cn_open_made(struct kqueue *kq)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_PROC];
 	struct sockaddr_nl sa;
@@ -594,6 +594,20 @@ fail:
 	return e;
 }
 
+/* proc_cn_open_made() under kq_mkfd_begin(): see registry.c. */
+static int
+proc_cn_open(struct kqueue *kq)
+{
+	int r;
+
+	if (kq->kq_src[KQ_SRC_PROC].ks_ready != NULL)
+		return 0;
+	kq_mkfd_begin();
+	r = proc_cn_open_made(kq);
+	kq_mkfd_end();
+	return r;
+}
+
 /* ------------------------------------------------------------------ */
 /* Filter operations                                                  */
 /* ------------------------------------------------------------------ */
@@ -626,7 +640,7 @@ filt_procmodify(struct kqueue *kq, struct knote *kn, const struct kevent *kev)
 }
 
 static int
-filt_procattach(struct kqueue *kq, struct knote *kn)
+filt_procattach_made(struct kqueue *kq, struct knote *kn)
 {
 	struct procnote *pn = PN(kn);
 	int fd, e;
@@ -676,6 +690,18 @@ filt_procattach(struct kqueue *kq, struct knote *kn)
 		return e;
 	}
 	return 0;
+}
+
+/* filt_procattach_made() under kq_mkfd_begin(): see registry.c. */
+static int
+filt_procattach(struct kqueue *kq, struct knote *kn)
+{
+	int r;
+
+	kq_mkfd_begin();
+	r = filt_procattach_made(kq, kn);
+	kq_mkfd_end();
+	return r;
 }
 
 static int

@@ -66,7 +66,7 @@ sig_fini(struct kqueue *kq, struct kqsrc *src)
 }
 
 static struct sgset *
-sig_source(struct kqueue *kq, int *error)
+sig_source_made(struct kqueue *kq, int *error)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_SIGNAL];
 	struct sgset *set;
@@ -100,6 +100,20 @@ sig_source(struct kqueue *kq, int *error)
 	 */
 	(void)kq_absorb(kq);
 	return set;
+}
+
+/* sig_source_made() under kq_mkfd_begin(): see registry.c. */
+static struct sgset *
+sig_source(struct kqueue *kq, int *error)
+{
+	struct sgset *r;
+
+	if (kq->kq_src[KQ_SRC_SIGNAL].ks_ready != NULL)
+		return sig_source_made(kq, error);	/* nothing to make */
+	kq_mkfd_begin();
+	r = sig_source_made(kq, error);
+	kq_mkfd_end();
+	return r;
 }
 
 static int

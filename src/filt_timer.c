@@ -241,7 +241,7 @@ timer_fini(struct kqueue *kq, struct kqsrc *src)
 
 /* The kqueue's heap and timerfd, created on first use. */
 static struct theap *
-timer_source(struct kqueue *kq, int *error)
+timer_source_made(struct kqueue *kq, int *error)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_TIMER];
 	struct theap *h;
@@ -270,6 +270,20 @@ timer_source(struct kqueue *kq, int *error)
 	src->ks_arg = h;
 	src->ks_fini = timer_fini;
 	return h;
+}
+
+/* timer_source_made() under kq_mkfd_begin(): see registry.c. */
+static struct theap *
+timer_source(struct kqueue *kq, int *error)
+{
+	struct theap *r;
+
+	if (kq->kq_src[KQ_SRC_TIMER].ks_ready != NULL)
+		return timer_source_made(kq, error);	/* nothing to make */
+	kq_mkfd_begin();
+	r = timer_source_made(kq, error);
+	kq_mkfd_end();
+	return r;
 }
 
 /* ---- the filter ---- */

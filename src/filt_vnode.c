@@ -217,7 +217,7 @@ mounts_fini(struct kqueue *kq, struct kqsrc *src)
  * table.  Without /proc or statx, NOTE_REVOKE is never reported.
  */
 static void
-mounts_track(struct kqueue *kq, struct vnote *vn)
+mounts_track_made(struct kqueue *kq, struct vnote *vn)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_MOUNT];
 	struct vn_mounts *m;
@@ -252,6 +252,19 @@ mounts_track(struct kqueue *kq, struct vnote *vn)
 	/* A file of another mount namespace: we cannot see its mount. */
 	if (mounts_has(m, vn->vn_mnt))
 		vn->vn_state &= ~VS_NOMNT;
+}
+
+/* mounts_track_made() under kq_mkfd_begin(): see registry.c. */
+static void
+mounts_track(struct kqueue *kq, struct vnote *vn)
+{
+	if (kq->kq_src[KQ_SRC_MOUNT].ks_ready != NULL) {
+		mounts_track_made(kq, vn);
+		return;
+	}
+	kq_mkfd_begin();
+	mounts_track_made(kq, vn);
+	kq_mkfd_end();
 }
 
 /* ------------------------------------------------------------------ */

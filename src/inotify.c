@@ -450,7 +450,7 @@ kq_inotify_fini(struct kqueue *kq, struct kqsrc *src)
 
 /* The kqueue's inotify state, creating the instance on first use. */
 static struct kq_inot *
-inot_get(struct kqueue *kq, int *error)
+inot_get_made(struct kqueue *kq, int *error)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_INOTIFY];
 	struct kq_inot *in;
@@ -480,6 +480,20 @@ inot_get(struct kqueue *kq, int *error)
 	src->ks_fini = kq_inotify_fini;
 	src->ks_arg = in;
 	return in;
+}
+
+/* inot_get_made() under kq_mkfd_begin(): see registry.c. */
+static struct kq_inot *
+inot_get(struct kqueue *kq, int *error)
+{
+	struct kq_inot *r;
+
+	if (kq->kq_src[KQ_SRC_INOTIFY].ks_ready != NULL)
+		return inot_get_made(kq, error);	/* nothing to make */
+	kq_mkfd_begin();
+	r = inot_get_made(kq, error);
+	kq_mkfd_end();
+	return r;
 }
 
 /*

@@ -460,6 +460,9 @@ struct kqueue	*kq_registry_insert_locked(int fd, struct kqueue *kq);
 void		 kq_registry_drop_old(struct kqueue *old);
 void		 kq_reg_lock(void);
 void		 kq_reg_unlock(void);
+/* Around making an internal descriptor and claiming it (registry.c). */
+void		 kq_mkfd_begin(void);
+void		 kq_mkfd_end(void);
 void		 kq_registry_forget(int fd, struct kqueue *kq);
 int		 kq_ref_try(struct kqueue *kq);
 void		 kq_release(struct kqueue *kq);

@@ -347,9 +347,37 @@ kq_registry_orphan(int fd)
  * threaded parent may make no others.  The kqueue objects are kept
  * reachable on fork_orphans.
  */
+/*
+ * An internal descriptor exists from the call that makes it until
+ * kq_intfd_claim records it in its kqueue's kq_intfd, and only from then
+ * can a fork() child find it and close it.  The code between takes
+ * mk_lock for reading (kq_mkfd_begin/end: each filter's source maker,
+ * EVFILT_PROC's pidfd), and fork() takes it for writing, so no child is
+ * made inside that gap.  A read lock on a path that makes a descriptor
+ * (once per kqueue and source, or an EVFILT_PROC attach), never on
+ * kevent()'s collection.  A fork() from a signal handler that interrupted
+ * libkq inside one of its locks does not wait (kq_in_lock), as close()
+ * does not.
+ */
+static pthread_rwlock_t mk_lock = PTHREAD_RWLOCK_INITIALIZER;
+static int mk_forking;		/* reg_atfork_prepare took mk_lock */
+
+void
+kq_mkfd_begin(void)
+{
+	(void)pthread_rwlock_rdlock(&mk_lock);
+}
+
+void
+kq_mkfd_end(void)
+{
+	(void)pthread_rwlock_unlock(&mk_lock);
+}
+
 static void
 reg_atfork_prepare(void)
 {
+	mk_forking = !kq_in_lock() && pthread_rwlock_wrlock(&mk_lock) == 0;
 	kq_reg_lock();
 }
 
@@ -357,13 +385,17 @@ static void
 reg_atfork_parent(void)
 {
 	kq_reg_unlock();
+	if (mk_forking)
+		(void)pthread_rwlock_unlock(&mk_lock);
+	mk_forking = 0;
 }
 
 static void
 reg_atfork_child(void)
 {
 	struct kqueue *kq, *next;
-	int i, j, s;
+	uint64_t b;
+	int i, j, k;
 
 	for (i = 0; i < REG_TOP; i++) {
 		_Atomic(struct kqueue *) *chunk = atomic_load(&kq_reg_top[i]);
@@ -394,9 +426,17 @@ reg_atfork_child(void)
 			kq_close_raw(kq->kq_fd);
 			kq->kq_fd = -1;
 		}
-		for (s = 0; s < KQ_NSRC; s++)
-			if (kq->kq_src[s].ks_ready != NULL)
-				kq_close_raw(kq->kq_src[s].ks_fd);
+		/* Its sources (claims already dropped by a destruction in
+		   progress: kq_destroy closes them under reg_lock), then
+		   every descriptor it claims: its knotes' own (pidfds ...).
+		   A number closed twice is only refused the second time:
+		   nothing in the child has opened one since. */
+		for (k = 0; k < KQ_NSRC; k++)
+			if (kq->kq_src[k].ks_ready != NULL)
+				kq_close_raw(kq->kq_src[k].ks_fd);
+		for (k = 0; k < kq->kq_intfdwords; k++)
+			for (b = kq->kq_intfd[k]; b != 0; b &= b - 1)
+				kq_close_raw(k * 64 + __builtin_ctzll(b));
 		kq->kq_dead = 1;
 		kq->kq_allnext = NULL;
 		kq->kq_allprev = NULL;
@@ -412,6 +452,8 @@ reg_atfork_child(void)
 			atomic_store(&w[j], 0);
 	}
 	pthread_mutex_init(&reg_lock, NULL);
+	pthread_rwlock_init(&mk_lock, NULL);
+	mk_forking = 0;
 	kq_sig_atfork_child();
 }
 

@@ -1010,6 +1010,44 @@ procdesc_close_drops_knote(void **state)
 	close(kq);
 }
 
+/*
+ * A fork() child inherits no kqueue: no descriptor that kqueue() and
+ * kevent() opened is open in the child -- neither the kqueue's nor any
+ * behind its EVFILT_PROC knote.  (Descriptors open before, the pipe to the
+ * watched child among them, are not counted.)
+ */
+static void
+fork_child_inherits_nothing_of_a_kqueue_with_proc_knotes(void **state)
+{
+	enum { NFD = 256 };
+	char before[NFD];
+	int go[2], kq, st;
+	pid_t pid = t_spawn_waiting(go, 0), g;
+
+	(void)state;
+	for (int fd = 0; fd < NFD; fd++)
+		before[fd] = fcntl(fd, F_GETFD) >= 0;
+	kq = kqueue();
+	assert_true(kq >= 0 && kq < NFD);
+	assert_int_equal(proc_add(kq, pid, EV_ADD, NOTE_EXIT), 0);
+	g = fork();
+	assert_true(g >= 0);
+	if (g == 0) {
+		int open = 0;
+
+		for (int fd = 0; fd < NFD; fd++)
+			if (!before[fd] && fcntl(fd, F_GETFD) >= 0)
+				open++;
+		T_EXIT(open);
+	}
+	assert_int_equal(waitpid(g, &st, 0), g);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	release(go);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	close(kq);
+}
+
 static void
 close_of_kqueue_with_proc_knotes_leaks_no_descriptors(void **state)
 {
@@ -1090,6 +1128,7 @@ main(void)
 		cmocka_unit_test(procdesc_on_pipe_is_einval),
 		cmocka_unit_test(procdesc_close_drops_knote),
 		cmocka_unit_test(close_of_kqueue_with_proc_knotes_leaks_no_descriptors),
+		cmocka_unit_test(fork_child_inherits_nothing_of_a_kqueue_with_proc_knotes),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
