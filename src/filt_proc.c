@@ -710,8 +710,11 @@ filt_procdetach(struct kqueue *kq, struct knote *kn)
 	struct procnote *pn = PN(kn);
 
 	if (pn->pn_pidfd >= 0) {
+		/* Released and closed with no fork() between (registry.c). */
+		kq_mkfd_begin();
 		kq_knsrc_del(kq, pn->pn_pidfd);
 		kq_close_raw(pn->pn_pidfd);
+		kq_mkfd_end();
 		pn->pn_pidfd = -1;
 	}
 	return 0;

@@ -340,6 +340,7 @@ int
 kq_intfd_claim(struct kqueue *kq, int fd)
 {
 	int w = fd / 64;
+	uint64_t *old;
 
 	KQ_ASSERT(fd >= 0);
 	if (w >= kq->kq_intfdwords) {
@@ -348,13 +349,23 @@ kq_intfd_claim(struct kqueue *kq, int fd)
 
 		while (nw <= w)
 			nw *= 2;
-		nb = kq_realloc(kq->kq_intfd, (size_t)nw * sizeof(*nb));
+		/*
+		 * A fork() child reads the bitmap without kq_lock
+		 * (registry.c): the larger one is complete before it is
+		 * published, and the old one is freed after.
+		 */
+		nb = kq_malloc((size_t)nw * sizeof(*nb));
 		if (nb == NULL)
 			return ENOMEM;
+		old = kq->kq_intfd;
+		if (old != NULL)
+			memcpy(nb, old,
+			    (size_t)kq->kq_intfdwords * sizeof(*nb));
 		memset(nb + kq->kq_intfdwords, 0,
 		    (size_t)(nw - kq->kq_intfdwords) * sizeof(*nb));
-		kq->kq_intfd = nb;
-		kq->kq_intfdwords = nw;
+		__atomic_store_n(&kq->kq_intfd, nb, __ATOMIC_RELEASE);
+		__atomic_store_n(&kq->kq_intfdwords, nw, __ATOMIC_RELEASE);
+		free(old);
 	}
 	/* Counted as watched: close() and dup2() of it come to
 	   kq_fdclose, which refuses them (close.c). */
@@ -508,9 +519,12 @@ kq_free_all(struct kqueue *kq)
 		while (kq->kq_intfd[i] != 0)
 			kq_intfd_release(kq, (int)(i * 64) +
 			    __builtin_ctzll(kq->kq_intfd[i]));
-	free(kq->kq_intfd);
-	kq->kq_intfd = NULL;
-	kq->kq_intfdwords = 0;
+	/* A fork() child reads the bitmap without kq_lock (registry.c):
+	   it is emptied before it is freed. */
+	s = kq->kq_intfd;
+	__atomic_store_n(&kq->kq_intfdwords, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&kq->kq_intfd, NULL, __ATOMIC_RELEASE);
+	free(s);
 	kq->kq_hashmask = 0;
 	kq->kq_nhashed = 0;
 	for (s = kq->kq_slabs; s != NULL; s = next) {

@@ -453,10 +453,13 @@ port_timer_detach(struct kqueue *kq, struct knote *kn)
 {
 	struct ptimer *p = pt_get(kn->kn_ident);
 
+	/* Released and closed with no fork() between (registry.c). */
+	kq_mkfd_begin();
 	kq_knsrc_del(kq, TN(kn)->tn_fd);
 	if (p != NULL)
 		atomic_store(&p->pt_tfd, -1);
 	kq_close_raw(TN(kn)->tn_fd);
+	kq_mkfd_end();
 	TN(kn)->tn_fd = -1;
 	return 0;
 }
@@ -606,18 +609,23 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 	}
 	atomic_store(&p->pt_inuse, 1);
 	pthread_mutex_unlock(&pt_lock);
+	/* Recorded at once, for pt_atfork_child: no fork() child keeps a
+	   timerfd nothing names (registry.c). */
+	kq_mkfd_begin();
 	tfd = KQ_FDCALL(timerfd_create(clock, TFD_CLOEXEC | TFD_NONBLOCK));
-	if (tfd < 0) {
-		error = errno;
+	error = errno;
+	if (tfd >= 0)
+		atomic_store(&p->pt_tfd, tfd);
+	kq_mkfd_end();
+	if (tfd < 0)
 		goto fail;
-	}
 	if ((kq = port_enter(pn->portnfy_port, &held)) == NULL) {
 		error = errno;
-		kq_close_raw(tfd);
+		if (atomic_exchange(&p->pt_tfd, -1) >= 0)
+			kq_close_raw(tfd);
 		goto fail;
 	}
 	p->pt_port = pn->portnfy_port;
-	atomic_store(&p->pt_tfd, tfd);
 	EV_SET(&kev, idx, KQ_EVFILT_PORTTIMER, EV_ADD | EV_CLEAR, 0, tfd,
 	    pn->portnfy_user);
 	error = port_change(kq, &kev);

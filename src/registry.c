@@ -353,11 +353,16 @@ kq_registry_orphan(int fd)
  * can a fork() child find it and close it.  The code between takes
  * mk_lock for reading (kq_mkfd_begin/end: each filter's source maker,
  * EVFILT_PROC's pidfd), and fork() takes it for writing, so no child is
- * made inside that gap.  A read lock on a path that makes a descriptor
- * (once per kqueue and source, or an EVFILT_PROC attach), never on
- * kevent()'s collection.  A fork() from a signal handler that interrupted
- * libkq inside one of its locks does not wait (kq_in_lock), as close()
- * does not.
+ * made inside that gap; the same read lock covers the other gap, from a
+ * knote's release of its descriptor to the close (EVFILT_PROC's pidfd, an
+ * event port's timerfd).  It is taken only where a descriptor is made or
+ * closed: once per kqueue and source, an EVFILT_PROC attach or detach
+ * (kevent()'s collection makes one when NOTE_TRACK follows a fork), never
+ * on the path of an ordinary event.  Read locks nest (glibc and musl let a
+ * reader in while a writer waits).  A fork() from a signal handler that
+ * interrupted libkq inside one of its locks does not wait (kq_in_lock),
+ * as close() does not.  The bitmaps the child reads are published so that
+ * a child sees each one whole (kq_intfd_claim, kq_free_all).
  */
 static pthread_rwlock_t mk_lock = PTHREAD_RWLOCK_INITIALIZER;
 static int mk_forking;		/* reg_atfork_prepare took mk_lock */
