@@ -456,8 +456,16 @@ reg_atfork_child(void)
 		for (j = 0; w != NULL && j < REG_CHUNK; j++)
 			atomic_store(&w[j], 0);
 	}
-	pthread_mutex_init(&reg_lock, NULL);
-	pthread_rwlock_init(&mk_lock, NULL);
+	/* reg_atfork_prepare took reg_lock in this very thread: let it go
+	   (kq_tls_locks is reset above). */
+	(void)pthread_mutex_unlock(&reg_lock);
+	/* The forking thread's write lock is this thread's: let it go.  If
+	   it was not taken (a fork from a signal handler inside libkq),
+	   readers that are gone may hold it: start afresh. */
+	if (mk_forking)
+		(void)pthread_rwlock_unlock(&mk_lock);
+	else
+		(void)pthread_rwlock_init(&mk_lock, NULL);
 	mk_forking = 0;
 	kq_sig_atfork_child();
 }
