@@ -28,6 +28,7 @@
  * is taken.  It is never taken by kevent() on the hot path.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -350,39 +351,59 @@ kq_registry_orphan(int fd)
 /*
  * An internal descriptor exists from the call that makes it until
  * kq_intfd_claim records it in its kqueue's kq_intfd, and only from then
- * can a fork() child find it and close it.  The code between takes
- * mk_lock for reading (kq_mkfd_begin/end: each filter's source maker,
- * EVFILT_PROC's pidfd), and fork() takes it for writing, so no child is
- * made inside that gap; the same read lock covers the other gap, from a
- * knote's release of its descriptor to the close (EVFILT_PROC's pidfd, an
- * event port's timerfd).  It is taken only where a descriptor is made or
+ * can a fork() child find it and close it.  The code between is a "maker"
+ * section (kq_mkfd_begin/end: each filter's source maker, EVFILT_PROC's
+ * pidfd), and fork() waits until no thread is in one, so no child is made
+ * inside that gap; the same section covers the other gap, from a knote's
+ * release of its descriptor to the close (EVFILT_PROC's pidfd, an event
+ * port's timerfd).  It is entered only where a descriptor is made or
  * closed: once per kqueue and source, an EVFILT_PROC attach or detach
  * (kevent()'s collection makes one when NOTE_TRACK follows a fork), never
- * on the path of an ordinary event.  Read locks nest (glibc and musl let a
- * reader in while a writer waits).  A fork() from a signal handler that
- * interrupted libkq inside one of its locks does not wait (kq_in_lock),
- * as close() does not.  The bitmaps the child reads are published so that
- * a child sees each one whole (kq_intfd_claim, kq_free_all).
+ * on the path of an ordinary event.
+ *
+ * A gate of two counters, not a pthread rwlock: a fork child cannot
+ * release an rwlock its parent thread write-locked (glibc matches the
+ * writer by thread id, which the child's thread does not share), and
+ * re-initialising one is what ThreadSanitizer reports.  Sections nest
+ * (mk_depth: a maker may reach another through kq_absorb).  A fork() from
+ * a signal handler that interrupted a section, or libkq inside one of its
+ * locks, does not wait (kq_in_lock), as close() does not.  The bitmaps the
+ * child reads are published so that a child sees each one whole
+ * (kq_intfd_claim, kq_free_all).
  */
-static pthread_rwlock_t mk_lock = PTHREAD_RWLOCK_INITIALIZER;
-static int mk_forking;		/* reg_atfork_prepare took mk_lock */
+static _Atomic int mk_inside;		/* threads in a maker section */
+static _Atomic int mk_fork;		/* a fork() waits or is under way */
+static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
 
 void
 kq_mkfd_begin(void)
 {
-	(void)pthread_rwlock_rdlock(&mk_lock);
+	if (mk_depth++ > 0)
+		return;
+	for (;;) {
+		while (atomic_load(&mk_fork))
+			sched_yield();
+		atomic_fetch_add(&mk_inside, 1);
+		if (!atomic_load(&mk_fork))
+			return;
+		atomic_fetch_sub(&mk_inside, 1);	/* let the fork go first */
+	}
 }
 
 void
 kq_mkfd_end(void)
 {
-	(void)pthread_rwlock_unlock(&mk_lock);
+	if (--mk_depth == 0)
+		atomic_fetch_sub(&mk_inside, 1);
 }
 
 static void
 reg_atfork_prepare(void)
 {
-	mk_forking = !kq_in_lock() && pthread_rwlock_wrlock(&mk_lock) == 0;
+	atomic_store(&mk_fork, 1);
+	if (!kq_in_lock() && mk_depth == 0)
+		while (atomic_load(&mk_inside) > 0)
+			sched_yield();
 	kq_reg_lock();
 }
 
@@ -390,9 +411,7 @@ static void
 reg_atfork_parent(void)
 {
 	kq_reg_unlock();
-	if (mk_forking)
-		(void)pthread_rwlock_unlock(&mk_lock);
-	mk_forking = 0;
+	atomic_store(&mk_fork, 0);
 }
 
 static void
@@ -459,14 +478,9 @@ reg_atfork_child(void)
 	/* reg_atfork_prepare took reg_lock in this very thread: let it go
 	   (kq_tls_locks is reset above). */
 	(void)pthread_mutex_unlock(&reg_lock);
-	/* The forking thread's write lock is this thread's: let it go.  If
-	   it was not taken (a fork from a signal handler inside libkq),
-	   readers that are gone may hold it: start afresh. */
-	if (mk_forking)
-		(void)pthread_rwlock_unlock(&mk_lock);
-	else
-		(void)pthread_rwlock_init(&mk_lock, NULL);
-	mk_forking = 0;
+	/* Only this thread is left: no other is in a maker section. */
+	atomic_store(&mk_inside, mk_depth > 0);
+	atomic_store(&mk_fork, 0);
 	kq_sig_atfork_child();
 }
 
