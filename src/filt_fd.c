@@ -296,7 +296,7 @@ filt_fdattach(struct kqueue *kq, struct knote *kn)
  * An EVFILT_EMPTY knote is also on its kqueue's kq_empty list (kq_lock),
  * from a successful attach to its detach.  Linux does not wake pollers
  * when the last byte is acknowledged, so the scan re-checks these knotes
- * every few milliseconds (kq_nrepoll); the list makes that cost the EMPTY
+ * every few milliseconds (while kq_empty is not NULL); the list makes that cost the EMPTY
  * knotes, not a walk of every descriptor's chain.
  */
 struct kn_empty {
@@ -314,7 +314,6 @@ empty_link(struct kqueue *kq, struct knote *kn)
 		ke->ke_next->ke_prevp = &ke->ke_next;
 	ke->ke_prevp = &kq->kq_empty;
 	kq->kq_empty = ke;
-	kq->kq_nrepoll++;
 }
 
 static void
@@ -327,7 +326,6 @@ empty_unlink(struct kqueue *kq, struct knote *kn)
 	if ((*ke->ke_prevp = ke->ke_next) != NULL)
 		ke->ke_next->ke_prevp = ke->ke_prevp;
 	ke->ke_prevp = NULL;
-	kq->kq_nrepoll--;
 }
 
 void
@@ -627,7 +625,7 @@ tcp_dropped(int fd)
  * EVFILT_EMPTY: the send buffer holds nothing (all data acknowledged).
  * Linux does not wake pollers when the last byte is acknowledged, so an
  * enabled EMPTY knote that is not yet true is re-checked at least every
- * few milliseconds by the scan (kq_nrepoll).
+ * few milliseconds by the scan (kq_empty).
  */
 static int
 filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
@@ -684,7 +682,6 @@ static int
 filt_emptyattach(struct kqueue *kq, struct knote *kn)
 {
 	struct stat st;
-
 	int e;
 
 	if (fstat((int)kn->kn_ident, &st) == 0 && !S_ISSOCK(st.st_mode))

@@ -727,7 +727,7 @@ kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
 		    kq->kq_alert, 0, out);
 		return 1;
 	}
-	if (kq->kq_nrepoll > 0)
+	if (kq->kq_empty != NULL)
 		kq_empty_repoll(kq);
 	/*
 	 * Fairness between the two sources: while the active list has
@@ -860,7 +860,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	 * (a zero timeout makes it a look).  The events it brings are
 	 * translated under the lock as any wait's.
 	 */
-	fast = kq->kq_count == 0 && !kq->kq_zombie && kq->kq_nrepoll == 0;
+	fast = kq->kq_count == 0 && !kq->kq_zombie && kq->kq_empty == NULL;
 	for (;;) {
 		if (fast) {
 			fast = 0;
@@ -910,7 +910,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			if (tmo <= 0)
 				break;
 		}
-		if (kq->kq_nrepoll > 0 && (tmo < 0 ||
+		if (kq->kq_empty != NULL && (tmo < 0 ||
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
 wait:

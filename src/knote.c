@@ -533,8 +533,7 @@ kq_free_all(struct kqueue *kq)
 	}
 	kq->kq_slabs = NULL;
 	kq->kq_freekn = NULL;
-	KQ_ASSERT(kq->kq_empty == NULL && kq->kq_nrepoll == 0);
-	kq->kq_nrepoll = 0;
+	KQ_ASSERT(kq->kq_empty == NULL);
 	kq->kq_scanid = 0;
 	KQ_ASSERT(kq->kq_nfdchains == 0);
 }

@@ -251,7 +251,7 @@ struct kn_empty;
 
 /*
  * The fields kevent() reads on every call come first: the first cache line
- * (up to kq_port) and the second (up to kq_nrepoll) are what a wake-up
+ * (up to kq_port) and the second (up to kq_empty) are what a wake-up
  * touches of it (the structure is 64-byte aligned, registry.c).
  */
 struct kqueue {
@@ -285,9 +285,9 @@ struct kqueue {
 					   staleness) */
 	int		 kq_fdtabsize;
 	int		 kq_nfdchains;	/* non-empty kq_fdtab slots */
-	int		 kq_nrepoll;	/* knotes that must be re-checked on a
-					   timer (EVFILT_EMPTY) */
-	struct kn_empty	*kq_empty;	/* those knotes (filt_fd.c) */
+	struct kn_empty	*kq_empty;	/* knotes that must be re-checked on a
+					   timer (EVFILT_EMPTY, filt_fd.c);
+					   NULL if none */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;
