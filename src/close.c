@@ -21,6 +21,12 @@
  * interrupted the same thread inside a kqueue's lock or reg_lock, it does
  * not wait for them (kq_in_lock) and the affected
  * knotes or kqueue are found stale later, as after a raw close.
+ *
+ * A vfork() child shares its parent's memory, kqueues included, but has
+ * its own descriptor table: what it closes is its own copy, and must not
+ * drop the parent's knotes or retire the parent's kqueues (on FreeBSD the
+ * child's table holds no kqueue).  Every path that would touch a kqueue
+ * first asks kq_vforked() (one getpid(), never on the fast path).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -150,6 +156,8 @@ close(int fd)
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
 	    !kq_fdwatched(fd), 1) || kq_in_lock())
 		return kq_close_raw(fd);	/* (a handler inside reg_lock: raw) */
+	if (kq_vforked())	/* the kqueues in this memory are the parent's */
+		return kq_close_raw(fd);
 	if (kq_fdwatched(fd) && kq_fdclose(fd)) {
 		/* One of a kqueue's own descriptors: not open as far as the
 		   program can know (on FreeBSD the number is free). */
@@ -169,6 +177,8 @@ dup3(int oldfd, int newfd, int flags)
 	if (__builtin_expect(kq_registry_peek(newfd) == NULL &&
 	    !kq_fdwatched(newfd), 1) || oldfd == newfd ||
 	    kq_in_lock())
+		return kq_dup3_raw(oldfd, newfd, flags);
+	if (kq_vforked())
 		return kq_dup3_raw(oldfd, newfd, flags);
 	/* A bad oldfd leaves newfd alone: check it first. */
 	if (fcntl(oldfd, F_GETFD) < 0)
@@ -344,7 +354,8 @@ close_range(unsigned int first, unsigned int last, int flags)
 	 * copy needs nothing of kq's.  CLOSE_RANGE_CLOEXEC closes nothing.
 	 */
 	if (((unsigned int)flags & (CLOSE_RANGE_CLOEXEC |
-	    CLOSE_RANGE_UNSHARE)) || first > last || kq_in_lock())
+	    CLOSE_RANGE_UNSHARE)) || first > last || kq_in_lock() ||
+	    kq_vforked())
 		return (int)syscall(SYS_close_range, first, last, flags);
 	kq_retire_range(first, last);
 	return kq_close_gaps(first, last, flags);
@@ -355,7 +366,7 @@ closefrom(int lowfd)
 {
 	if (lowfd < 0)
 		lowfd = 0;
-	if (kq_in_lock()) {	/* a handler inside reg_lock */
+	if (kq_in_lock() || kq_vforked()) {	/* a handler inside reg_lock */
 		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
 		return;
 	}

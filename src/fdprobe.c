@@ -139,6 +139,31 @@ fd_poll(int fd, short events)
 }
 
 /*
+ * Read the /proc file at path into buf (at most size - 1 bytes, then a
+ * NUL).  Returns the length, or 0 when it cannot be read.  The file is
+ * opened and closed with no fork() between (registry.c's maker gate): this
+ * is on the event path of eventfds and pidfds, where the file already costs
+ * three system calls.
+ */
+size_t
+kq_read_proc(const char *path, char *buf, size_t size)
+{
+	ssize_t n = -1;
+	int fd;
+
+	kq_mkfd_begin();
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, size - 1);
+		kq_close_raw(fd);
+	}
+	kq_mkfd_end();
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return (size_t)n;
+}
+
+/*
  * The number after "key" (e.g. "eventfd-count:", "Pid:") in
  * /proc/self/fdinfo/<fd>, read in base.  Returns 1 and sets *val, or 0
  * when the field is not there.
@@ -147,19 +172,11 @@ int
 fd_info_field(int fd, const char *key, int base, unsigned long long *val)
 {
 	char path[64], buf[1024], *p;
-	int pfd;
-	ssize_t n;
 	size_t kl = strlen(key);
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	pfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (pfd < 0)
+	if (kq_read_proc(path, buf, sizeof(buf)) == 0)
 		return 0;
-	n = read(pfd, buf, sizeof(buf) - 1);
-	kq_close_raw(pfd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	/* A field starts a line. */
 	for (p = buf; (p = strstr(p, key)) != NULL; p += kl)
 		if (p == buf || p[-1] == '\n') {

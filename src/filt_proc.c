@@ -143,18 +143,11 @@ static int
 proc_stat_status(pid_t pid, int64_t *status)
 {
 	char path[64], buf[1024], *p;
-	int fd, field;
-	ssize_t n;
+	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (kq_read_proc(path, buf, sizeof(buf)) == 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	kq_close_raw(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strrchr(buf, ')');		/* the command may hold anything */
 	if (p == NULL || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
 		return 0;

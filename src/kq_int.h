@@ -463,6 +463,12 @@ void		 kq_reg_unlock(void);
 /* Around making an internal descriptor and claiming it (registry.c). */
 void		 kq_mkfd_begin(void);
 void		 kq_mkfd_end(void);
+/* A vfork() child, whose memory (and kqueues) is its parent's? */
+int		 kq_vforked(void);
+/* port.c's part of the fork handlers, called from registry.c's. */
+void		 kq_port_atfork_prepare(void);
+void		 kq_port_atfork_parent(void);
+void		 kq_port_atfork_child(void);
 void		 kq_registry_forget(int fd, struct kqueue *kq);
 int		 kq_ref_try(struct kqueue *kq);
 void		 kq_release(struct kqueue *kq);
@@ -487,6 +493,7 @@ int		 epoll_holds(int epfd, int fd);
 int		 epoll_probe(int epfd, int fd, int *foreign);
 int		 fd_same_file(int a, int b);
 int		 fd_poll(int fd, short events);
+size_t		 kq_read_proc(const char *path, char *buf, size_t size);
 int		 fd_info_field(int fd, const char *key, int base,
 		    unsigned long long *val);
 

@@ -394,7 +394,6 @@ struct ptimer {
 
 static _Atomic(struct ptimer *) pt_tab[PT_TOP];
 static pthread_mutex_t pt_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
 
 struct tnote {
 	struct knote	 tn_kn;
@@ -500,20 +499,25 @@ const struct filterops port_timer_filtops = {
  * timerfds are closed (they share the parent's timers) and its table
  * entries made inert: EINVAL but for timer_delete().
  */
-static void
-pt_atfork_prepare(void)
+void
+kq_port_atfork_prepare(void)
 {
 	pthread_mutex_lock(&pt_lock);
 }
 
-static void
-pt_atfork_parent(void)
+void
+kq_port_atfork_parent(void)
 {
 	pthread_mutex_unlock(&pt_lock);
 }
 
-static void
-pt_atfork_child(void)
+/*
+ * Called by registry.c's child handler, after it closed the claimed
+ * descriptors and before any other library's child handler runs (one that
+ * opens a descriptor would get a number this closes again).
+ */
+void
+kq_port_atfork_child(void)
 {
 	int i, j, fd;
 
@@ -524,13 +528,9 @@ pt_atfork_child(void)
 			if ((fd = atomic_exchange(&c[j].pt_tfd, -1)) >= 0)
 				kq_close_raw(fd);
 	}
-	pthread_mutex_init(&pt_lock, NULL);
-}
-
-static void
-pt_init(void)
-{
-	pthread_atfork(pt_atfork_prepare, pt_atfork_parent, pt_atfork_child);
+	/* prepare locked it in this very thread (a default mutex: no
+	   owner check, so the child's thread may unlock it). */
+	pthread_mutex_unlock(&pt_lock);
 }
 
 /* The C library's function name of version 2.34 (or 2.3.3), or NULL. */
@@ -584,7 +584,6 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 
 	if (pn == NULL || tid == NULL)
 		return EINVAL;
-	pthread_once(&pt_once, pt_init);
 	pthread_mutex_lock(&pt_lock);
 	for (idx = 0; idx < (uintptr_t)PT_TOP * PT_CHUNK; idx++) {
 		if (idx % PT_CHUNK == 0 && atomic_load(&pt_tab[idx / PT_CHUNK])
@@ -609,7 +608,7 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 	}
 	atomic_store(&p->pt_inuse, 1);
 	pthread_mutex_unlock(&pt_lock);
-	/* Recorded at once, for pt_atfork_child: no fork() child keeps a
+	/* Recorded at once, for kq_port_atfork_child: no fork() child keeps a
 	   timerfd nothing names (registry.c). */
 	kq_mkfd_begin();
 	tfd = KQ_FDCALL(timerfd_create(clock, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -621,8 +620,10 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 		goto fail;
 	if ((kq = port_enter(pn->portnfy_port, &held)) == NULL) {
 		error = errno;
+		kq_mkfd_begin();	/* released and closed: no fork between */
 		if (atomic_exchange(&p->pt_tfd, -1) >= 0)
 			kq_close_raw(tfd);
+		kq_mkfd_end();
 		goto fail;
 	}
 	p->pt_port = pn->portnfy_port;
@@ -632,8 +633,10 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 	kq_leave(kq, held);
 	if (error != 0) {
 		/* The knote was freed without detach: the timerfd is ours. */
+		kq_mkfd_begin();
 		if (atomic_exchange(&p->pt_tfd, -1) >= 0)
 			kq_close_raw(tfd);
+		kq_mkfd_end();
 		goto fail;
 	}
 	*tid = (timer_t)(PT_TAG | idx);

@@ -31,6 +31,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kq_int.h"
@@ -41,7 +42,6 @@ _Atomic(struct kqueue *) *_Atomic kq_reg_top[REG_TOP];
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kqueue *pool_free;	/* under reg_lock */
 static struct kqueue *fork_orphans;	/* kqueues abandoned in a fork child */
-static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 
 static _Atomic(struct kqueue *) *
 reg_slot(int fd, int create)
@@ -117,11 +117,39 @@ static void reg_atfork_prepare(void);
 static void reg_atfork_parent(void);
 static void reg_atfork_child(void);
 
-static void
+/* The process kq's state belongs to (kq_vforked); reset in a fork child. */
+static pid_t reg_pid;
+
+/*
+ * The fork handlers are registered when libkq is loaded, before any
+ * program's or library's own that are registered later: prepare handlers
+ * run in the reverse order of registration, so libkq's prepare runs after
+ * those, and its parent and child handlers before theirs.  A program's
+ * prepare handler typically locks its own mutex M; a thread holding M
+ * may be inside kevent() about to enter a maker section, which the prepare
+ * below closes: with libkq's prepare first, that thread would wait for the
+ * fork and the fork for M.  Registered lazily (at the first kqueue), it
+ * was first for every handler registered before the first kqueue.
+ */
+__attribute__((constructor)) static void
 reg_init(void)
 {
+	reg_pid = getpid();
 	pthread_atfork(reg_atfork_prepare, reg_atfork_parent,
 	    reg_atfork_child);
+}
+
+/*
+ * Is this a vfork() child (or the child of a fork made without the fork
+ * handlers, such as _Fork)?  Its memory is not its own: the kqueues in it
+ * are the parent's, whose epoll sets it shares, so close() and its kin
+ * must not touch them.  A system call: called only where a number is
+ * watched or is a kqueue.
+ */
+int
+kq_vforked(void)
+{
+	return getpid() != reg_pid;
 }
 
 _Atomic(_Atomic uint32_t *) kq_watch_top[REG_TOP];
@@ -163,11 +191,25 @@ static struct kqueue *kq_all;
 
 _Thread_local int kq_tls_locks __attribute__((tls_model("initial-exec")));
 
+/*
+ * This thread holds reg_lock or is taking it: set before it is taken,
+ * cleared after it is let go (as kq_tls_locks), so a fork() from a signal
+ * handler that interrupted the thread anywhere in between never waits for
+ * the lock (reg_atfork_prepare).  Such a fork may then run while another
+ * thread holds it; fork() from a signal handler is outside what POSIX
+ * promises for a threaded process anyway, and a hang is worse.
+ */
+static _Thread_local int reg_held __attribute__((tls_model("initial-exec")));
+/* The fork this thread is making took reg_lock in prepare. */
+static _Thread_local int fork_took_reg
+    __attribute__((tls_model("initial-exec")));
+
 void
 kq_reg_lock(void)
 {
-	pthread_once(&reg_once, reg_init);
 	kq_tls_enter();
+	reg_held = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	pthread_mutex_lock(&reg_lock);
 }
 
@@ -175,8 +217,11 @@ void
 kq_reg_unlock(void)
 {
 	pthread_mutex_unlock(&reg_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	reg_held = 0;
 	kq_tls_leave();
 }
+
 /* Link a new kqueue on the list of live ones.  reg_lock held. */
 void
 kq_all_add(struct kqueue *kq)
@@ -299,7 +344,6 @@ kq_pool_get(void)
 {
 	struct kqueue *kq;
 
-	pthread_once(&reg_once, reg_init);
 	kq_reg_lock();
 	kq = pool_free;
 	if (kq != NULL)
@@ -358,8 +402,10 @@ kq_registry_orphan(int fd)
  * release of its descriptor to the close (EVFILT_PROC's pidfd, an event
  * port's timerfd).  It is entered only where a descriptor is made or
  * closed: once per kqueue and source, an EVFILT_PROC attach or detach
- * (kevent()'s collection makes one when NOTE_TRACK follows a fork), never
- * on the path of an ordinary event.
+ * (kevent()'s collection makes one when NOTE_TRACK follows a fork), and
+ * around the short-lived /proc files read for an eventfd's or a pidfd's
+ * state (kq_read_proc): never on a socket's, a
+ * pipe's or a file's event path.
  *
  * A gate of two counters, not a pthread rwlock: a fork child cannot
  * release an rwlock its parent thread write-locked (glibc matches the
@@ -375,16 +421,44 @@ static _Atomic int mk_inside;		/* threads in a maker section */
 static _Atomic int mk_fork;		/* a fork() waits or is under way */
 static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
 
+/*
+ * Neither side waits for the other for ever.  A section is a few system
+ * calls, but it may call malloc(), and a malloc that has its own fork
+ * handlers (jemalloc's lock every arena in prepare) would keep it from
+ * ending while the fork waits for it; another library's prepare handler,
+ * run after libkq's, may wait for a lock held by a thread that waits at
+ * the gate.  After MK_PATIENCE the waiter goes on: the worst outcome is
+ * then a fork child that keeps one internal descriptor (close-on-exec),
+ * never a hang.
+ */
+#define MK_PATIENCE_NS	1000000000LL	/* 1 s */
+
+/* Has MK_PATIENCE passed since *t0 (0: the wait starts now)? */
+static int
+mk_impatient(int64_t *t0)
+{
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* async-signal-safe */
+	now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (*t0 == 0)
+		*t0 = now;
+	return now - *t0 > MK_PATIENCE_NS;
+}
+
 void
 kq_mkfd_begin(void)
 {
+	int64_t t0 = 0;
+
 	if (mk_depth++ > 0)
 		return;
 	for (;;) {
-		while (atomic_load(&mk_fork))
+		while (atomic_load(&mk_fork) && !mk_impatient(&t0))
 			sched_yield();
 		atomic_fetch_add(&mk_inside, 1);
-		if (!atomic_load(&mk_fork))
+		if (!atomic_load(&mk_fork) || mk_impatient(&t0))
 			return;
 		atomic_fetch_sub(&mk_inside, 1);	/* let the fork go first */
 	}
@@ -400,17 +474,26 @@ kq_mkfd_end(void)
 static void
 reg_atfork_prepare(void)
 {
+	int64_t t0 = 0;
+
 	atomic_store(&mk_fork, 1);
 	if (!kq_in_lock() && mk_depth == 0)
-		while (atomic_load(&mk_inside) > 0)
+		while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
 			sched_yield();
-	kq_reg_lock();
+	kq_port_atfork_prepare();
+	/* From a signal handler that interrupted this thread inside
+	   reg_lock, the registry is this thread's already. */
+	fork_took_reg = !reg_held;
+	if (fork_took_reg)
+		kq_reg_lock();
 }
 
 static void
 reg_atfork_parent(void)
 {
-	kq_reg_unlock();
+	if (fork_took_reg)
+		kq_reg_unlock();
+	kq_port_atfork_parent();
 	atomic_store(&mk_fork, 0);
 }
 
@@ -468,16 +551,22 @@ reg_atfork_child(void)
 		fork_orphans = kq;
 	}
 	kq_all = NULL;
-	kq_tls_locks = 0;	/* the forking thread held reg_lock */
 	for (i = 0; i < REG_TOP; i++) {
 		_Atomic uint32_t *w = atomic_load(&kq_watch_top[i]);
 
 		for (j = 0; w != NULL && j < REG_CHUNK; j++)
 			atomic_store(&w[j], 0);
 	}
+	/* The port timers' descriptors not yet claimed (a number closed
+	   twice above and there is refused the second time: nothing in
+	   the child has opened one since). */
+	kq_port_atfork_child();
 	/* reg_atfork_prepare took reg_lock in this very thread: let it go
-	   (kq_tls_locks is reset above). */
-	(void)pthread_mutex_unlock(&reg_lock);
+	   (unless a handler that interrupted its holder forked: the
+	   interrupted code lets it go when it resumes). */
+	if (fork_took_reg)
+		kq_reg_unlock();
+	reg_pid = getpid();
 	/* Only this thread is left: no other is in a maker section. */
 	atomic_store(&mk_inside, mk_depth > 0);
 	atomic_store(&mk_fork, 0);

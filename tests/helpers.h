@@ -239,6 +239,39 @@ t_count_fds(void)
 	return n - 1;	/* the directory stream's own descriptor */
 }
 
+/*
+ * How many open descriptors are links whose target starts with prefix in
+ * /proc/self/fd (such as "anon_inode:[timerfd]"); 0 where there is no
+ * /proc.  Only async-signal-safe enough for a fork child of a threaded
+ * parent that then exits: it allocates (opendir).
+ */
+static inline int
+t_count_links(const char *prefix)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[300], target[256];
+	int n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		ssize_t l;
+
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		l = readlink(path, target, sizeof(target) - 1);
+		if (l <= 0)
+			continue;
+		target[l] = 0;
+		if (strncmp(target, prefix, strlen(prefix)) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 /* The pending socket error of fd (read, and so cleared, with SO_ERROR). */
 static inline int
 t_so_error(int fd)

@@ -1354,6 +1354,92 @@ threads_each_event_goes_to_exactly_one_waiter_and_none_is_lost(void **state)
 
 /* ---- fork ---- */
 
+/* The program's fork child handler: a self-pipe, as a library makes. */
+static _Atomic int child_pipe_armed;
+static int child_pipe[2] = { -1, -1 };
+
+static void
+child_makes_pipe(void)
+{
+	if (atomic_load(&child_pipe_armed) && pipe(child_pipe) != 0)
+		child_pipe[0] = child_pipe[1] = -1;
+}
+
+static void
+fork_child_keeps_the_descriptors_its_own_fork_handler_opened(void **state)
+{
+	struct itimerspec its = { { 0, 0 }, { 10, 0 } };
+	int port = new_port(), st;
+	timer_t t;
+	pid_t pid;
+
+	(void)state;
+	/* After the first port, before the first port timer: where a
+	   library made in between registers its handler. */
+	assert_int_equal(pthread_atfork(NULL, NULL, child_makes_pipe), 0);
+	t = new_port_timer(port, NULL);
+	assert_int_equal(timer_settime(t, 0, &its, NULL), 0);
+	atomic_store(&child_pipe_armed, 1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		T_EXIT(child_pipe[0] < 0 || fcntl(child_pipe[0], F_GETFD) < 0 ||
+		    fcntl(child_pipe[1], F_GETFD) < 0);
+	atomic_store(&child_pipe_armed, 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(timer_delete(t), 0);
+	close(port);
+}
+
+static _Atomic int churn_stop;
+
+/* timer_create() with SIGEV_PORT naming a pipe: each call fails, EBADFD. */
+static void *
+failing_port_timers(void *arg)
+{
+	port_notify_t pn = { .portnfy_port = *(int *)arg };
+	struct sigevent sev;
+	timer_t t;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_PORT;
+	sev.sigev_value.sival_ptr = &pn;
+	while (!atomic_load(&churn_stop))
+		if (timer_create(CLOCK_MONOTONIC, &sev, &t) == 0)
+			(void)timer_delete(t);
+	return NULL;
+}
+
+static void
+failed_port_timer_create_leaves_no_timerfd_in_fork_children(void **state)
+{
+	int p[2], bad = 0, i, st;
+	pthread_t th;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	atomic_store(&churn_stop, 0);
+	assert_int_equal(pthread_create(&th, NULL, failing_port_timers, &p[0]),
+	    0);
+	for (i = 0; i < 300; i++) {
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0)	/* the program made no timerfd */
+			T_EXIT(t_count_links("anon_inode:[timerfd]") != 0);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		bad += WEXITSTATUS(st) != 0;
+	}
+	atomic_store(&churn_stop, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(bad, 0);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void
 fork_child_keeps_the_number_but_cannot_use_the_port(void **state)
 {
@@ -1451,6 +1537,8 @@ main(void)
 		T(close_of_port_wakes_waiter_with_ebadf),
 		T(threads_each_event_goes_to_exactly_one_waiter_and_none_is_lost),
 		T(fork_child_keeps_the_number_but_cannot_use_the_port),
+		T(fork_child_keeps_the_descriptors_its_own_fork_handler_opened),
+		T(failed_port_timer_create_leaves_no_timerfd_in_fork_children),
 	};
 
 	return t_run_group(tests, NULL, NULL);
