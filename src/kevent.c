@@ -1061,6 +1061,14 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 		errno = (nchanges < 0 || nevents < 0) ? EINVAL : EFAULT;
 		return -1;
 	}
+	/*
+	 * As on FreeBSD, a kevent() that may return events is a
+	 * cancellation point: here, where no lock is held yet (the system
+	 * calls made inside, under kq_lock or in a maker section, may
+	 * not act on a cancellation: registry.c disables it there).
+	 */
+	if (nevents > 0)
+		pthread_testcancel();
 	if ((kq = kq_enter(kqfd, &held, &error)) == NULL) {
 		errno = error;
 		return -1;

@@ -458,6 +458,10 @@ kq_fdwatched(int fd)
 struct kqueue	*kq_registry_acquire(int fd);
 struct kqueue	*kq_registry_insert_locked(int fd, struct kqueue *kq);
 void		 kq_registry_drop_old(struct kqueue *old);
+/* olock.c: a futex mutex whose word names its owner thread. */
+void		 kq_olock_lock(_Atomic uint32_t *w);
+void		 kq_olock_unlock(_Atomic uint32_t *w);
+int		 kq_olock_mine(_Atomic uint32_t *w);	/* held by this thread? */
 void		 kq_reg_lock(void);
 void		 kq_reg_unlock(void);
 /* Around making an internal descriptor and claiming it (registry.c). */
@@ -466,8 +470,8 @@ void		 kq_mkfd_end(void);
 /* A vfork() child, whose memory (and kqueues) is its parent's? */
 int		 kq_vforked(void);
 /* port.c's part of the fork handlers, called from registry.c's. */
-void		 kq_port_atfork_prepare(void);
-void		 kq_port_atfork_parent(void);
+int		 kq_port_atfork_prepare(void);
+void		 kq_port_atfork_unlock(void);
 void		 kq_port_atfork_child(void);
 void		 kq_registry_forget(int fd, struct kqueue *kq);
 int		 kq_ref_try(struct kqueue *kq);

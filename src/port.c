@@ -393,7 +393,7 @@ struct ptimer {
 };
 
 static _Atomic(struct ptimer *) pt_tab[PT_TOP];
-static pthread_mutex_t pt_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t pt_lock;	/* an olock (olock.c) */
 
 struct tnote {
 	struct knote	 tn_kn;
@@ -499,16 +499,22 @@ const struct filterops port_timer_filtops = {
  * timerfds are closed (they share the parent's timers) and its table
  * entries made inert: EINVAL but for timer_delete().
  */
-void
+/* Take pt_lock for a fork, unless this thread holds it (a fork from a
+   signal handler that interrupted its holder).  Returns 1 if taken. */
+int
 kq_port_atfork_prepare(void)
 {
-	pthread_mutex_lock(&pt_lock);
+	if (kq_olock_mine(&pt_lock))
+		return 0;
+	kq_olock_lock(&pt_lock);
+	return 1;
 }
 
+/* Let go of the pt_lock kq_port_atfork_prepare() took (parent or child). */
 void
-kq_port_atfork_parent(void)
+kq_port_atfork_unlock(void)
 {
-	pthread_mutex_unlock(&pt_lock);
+	kq_olock_unlock(&pt_lock);
 }
 
 /*
@@ -528,9 +534,6 @@ kq_port_atfork_child(void)
 			if ((fd = atomic_exchange(&c[j].pt_tfd, -1)) >= 0)
 				kq_close_raw(fd);
 	}
-	/* prepare locked it in this very thread (a default mutex: no
-	   owner check, so the child's thread may unlock it). */
-	pthread_mutex_unlock(&pt_lock);
 }
 
 /* The C library's function name of version 2.34 (or 2.3.3), or NULL. */
@@ -584,7 +587,7 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 
 	if (pn == NULL || tid == NULL)
 		return EINVAL;
-	pthread_mutex_lock(&pt_lock);
+	kq_olock_lock(&pt_lock);
 	for (idx = 0; idx < (uintptr_t)PT_TOP * PT_CHUNK; idx++) {
 		if (idx % PT_CHUNK == 0 && atomic_load(&pt_tab[idx / PT_CHUNK])
 		    == NULL) {
@@ -603,11 +606,11 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 		p = NULL;
 	}
 	if (p == NULL) {
-		pthread_mutex_unlock(&pt_lock);
+		kq_olock_unlock(&pt_lock);
 		return EAGAIN;
 	}
 	atomic_store(&p->pt_inuse, 1);
-	pthread_mutex_unlock(&pt_lock);
+	kq_olock_unlock(&pt_lock);
 	/* Recorded at once, for kq_port_atfork_child: no fork() child keeps a
 	   timerfd nothing names (registry.c). */
 	kq_mkfd_begin();
@@ -730,9 +733,9 @@ timer_delete(timer_t tid)
 		 * port's destruction closes it, and the entry is reused only
 		 * after that.
 		 */
-		pthread_mutex_lock(&pt_lock);
+		kq_olock_lock(&pt_lock);
 		atomic_store(&p->pt_inuse, 0);
-		pthread_mutex_unlock(&pt_lock);
+		kq_olock_unlock(&pt_lock);
 		return 0;
 	}
 	PT_LIBC_CALL(timer_delete, tid_f, tid);

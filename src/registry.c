@@ -33,13 +33,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
 
 #include "kq_int.h"
 #include "fault.h"
 #include "sigshim.h"
 
 _Atomic(struct kqueue *) *_Atomic kq_reg_top[REG_TOP];
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t reg_lock;	/* an olock (olock.c) */
 static struct kqueue *pool_free;	/* under reg_lock */
 static struct kqueue *fork_orphans;	/* kqueues abandoned in a fork child */
 
@@ -117,9 +119,13 @@ static void reg_atfork_prepare(void);
 static void reg_atfork_parent(void);
 static void reg_atfork_child(void);
 
-/* The process kq's state belongs to (kq_vforked); reset in a fork child. */
-static pid_t reg_pid;
-
+/*
+ * The process kq's state belongs to (kq_vforked): set at load, in a fork
+ * child, and by kq_vforked() itself in a process that has its own memory
+ * but another pid (the child of a fork made without the handlers, such as
+ * _Fork(), or a program that used kq before libkq's constructor ran).
+ */
+static _Atomic pid_t reg_pid;
 /*
  * The fork handlers are registered when libkq is loaded, before any
  * program's or library's own that are registered later: prepare handlers
@@ -134,22 +140,33 @@ static pid_t reg_pid;
 __attribute__((constructor)) static void
 reg_init(void)
 {
-	reg_pid = getpid();
+	atomic_store(&reg_pid, getpid());
 	pthread_atfork(reg_atfork_prepare, reg_atfork_parent,
 	    reg_atfork_child);
 }
 
 /*
- * Is this a vfork() child (or the child of a fork made without the fork
- * handlers, such as _Fork)?  Its memory is not its own: the kqueues in it
- * are the parent's, whose epoll sets it shares, so close() and its kin
- * must not touch them.  A system call: called only where a number is
- * watched or is a kqueue.
+ * Is this a vfork() child?  Its memory is its parent's, kqueues included,
+ * and the parent's epoll sets are shared with it, so close() and its kin
+ * must not touch them.  A pid other than reg_pid with the same memory
+ * (kcmp KCMP_VM) is a vfork() child; with memory of its own, the process
+ * is the owner from now on (a child of _Fork(), which runs no fork
+ * handler, keeps what its parent had, as before libkq had handlers).  Where
+ * kcmp is refused the answer is "not a vfork child": the behaviour of a
+ * libkq without this check.  System calls: called only where a number is
+ * watched or is a kqueue, or by sigaction().
  */
 int
 kq_vforked(void)
 {
-	return getpid() != reg_pid;
+	pid_t me = getpid(), owner = atomic_load(&reg_pid);
+
+	if (me == owner)
+		return 0;
+	if (owner > 0 && syscall(SYS_kcmp, me, owner, KCMP_VM, 0, 0) == 0)
+		return 1;
+	atomic_store(&reg_pid, me);
+	return 0;
 }
 
 _Atomic(_Atomic uint32_t *) kq_watch_top[REG_TOP];
@@ -192,33 +209,25 @@ static struct kqueue *kq_all;
 _Thread_local int kq_tls_locks __attribute__((tls_model("initial-exec")));
 
 /*
- * This thread holds reg_lock or is taking it: set before it is taken,
- * cleared after it is let go (as kq_tls_locks), so a fork() from a signal
- * handler that interrupted the thread anywhere in between never waits for
- * the lock (reg_atfork_prepare).  Such a fork may then run while another
- * thread holds it; fork() from a signal handler is outside what POSIX
- * promises for a threaded process anyway, and a hang is worse.
+ * A fork() made from a signal handler may nest in another fork's handlers
+ * on the same thread: each level remembers (bit fork_nest) whether its
+ * prepare took reg_lock and the port timers' lock, which it did unless
+ * this thread held them already (a handler that interrupted their holder:
+ * the interrupted code lets them go when it resumes).
  */
-static _Thread_local int reg_held __attribute__((tls_model("initial-exec")));
-/* The fork this thread is making took reg_lock in prepare. */
-static _Thread_local int fork_took_reg
-    __attribute__((tls_model("initial-exec")));
+static _Thread_local unsigned fork_nest, fork_took_reg, fork_took_pt;
 
 void
 kq_reg_lock(void)
 {
 	kq_tls_enter();
-	reg_held = 1;
-	atomic_signal_fence(memory_order_seq_cst);
-	pthread_mutex_lock(&reg_lock);
+	kq_olock_lock(&reg_lock);
 }
 
 void
 kq_reg_unlock(void)
 {
-	pthread_mutex_unlock(&reg_lock);
-	atomic_signal_fence(memory_order_seq_cst);
-	reg_held = 0;
+	kq_olock_unlock(&reg_lock);
 	kq_tls_leave();
 }
 
@@ -447,6 +456,13 @@ mk_impatient(int64_t *t0)
 	return now - *t0 > MK_PATIENCE_NS;
 }
 
+/*
+ * A section is not a cancellation point: pthread_cancel() acting on an
+ * open() or a recv() inside one would leave mk_inside counting a thread
+ * that is gone, and every later fork() would wait out MK_PATIENCE.
+ */
+static _Thread_local int mk_cancel __attribute__((tls_model("initial-exec")));
+
 void
 kq_mkfd_begin(void)
 {
@@ -454,6 +470,7 @@ kq_mkfd_begin(void)
 
 	if (mk_depth++ > 0)
 		return;
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mk_cancel);
 	for (;;) {
 		while (atomic_load(&mk_fork) && !mk_impatient(&t0))
 			sched_yield();
@@ -467,34 +484,51 @@ kq_mkfd_begin(void)
 void
 kq_mkfd_end(void)
 {
-	if (--mk_depth == 0)
+	if (--mk_depth == 0) {
 		atomic_fetch_sub(&mk_inside, 1);
+		(void)pthread_setcancelstate(mk_cancel, NULL);
+	}
 }
 
 static void
 reg_atfork_prepare(void)
 {
 	int64_t t0 = 0;
+	unsigned bit;
 
 	atomic_store(&mk_fork, 1);
 	if (!kq_in_lock() && mk_depth == 0)
 		while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
 			sched_yield();
-	kq_port_atfork_prepare();
-	/* From a signal handler that interrupted this thread inside
-	   reg_lock, the registry is this thread's already. */
-	fork_took_reg = !reg_held;
-	if (fork_took_reg)
+	bit = 1u << (fork_nest++ & 31);
+	if (kq_port_atfork_prepare())
+		fork_took_pt |= bit;
+	if (!kq_olock_mine(&reg_lock)) {
 		kq_reg_lock();
+		fork_took_reg |= bit;
+	}
+}
+
+/* The end of one level of fork (parent or child side). */
+static void
+reg_atfork_done(void)
+{
+	unsigned bit = 1u << (--fork_nest & 31);
+
+	if (fork_took_reg & bit)
+		kq_reg_unlock();
+	if (fork_took_pt & bit)
+		kq_port_atfork_unlock();
+	fork_took_reg &= ~bit;
+	fork_took_pt &= ~bit;
+	if (fork_nest == 0)
+		atomic_store(&mk_fork, 0);
 }
 
 static void
 reg_atfork_parent(void)
 {
-	if (fork_took_reg)
-		kq_reg_unlock();
-	kq_port_atfork_parent();
-	atomic_store(&mk_fork, 0);
+	reg_atfork_done();
 }
 
 static void
@@ -561,15 +595,11 @@ reg_atfork_child(void)
 	   twice above and there is refused the second time: nothing in
 	   the child has opened one since). */
 	kq_port_atfork_child();
-	/* reg_atfork_prepare took reg_lock in this very thread: let it go
-	   (unless a handler that interrupted its holder forked: the
-	   interrupted code lets it go when it resumes). */
-	if (fork_took_reg)
-		kq_reg_unlock();
-	reg_pid = getpid();
+	atomic_store(&reg_pid, getpid());
 	/* Only this thread is left: no other is in a maker section. */
 	atomic_store(&mk_inside, mk_depth > 0);
-	atomic_store(&mk_fork, 0);
+	/* The locks reg_atfork_prepare took in this very thread. */
+	reg_atfork_done();
 	kq_sig_atfork_child();
 }
 

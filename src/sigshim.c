@@ -395,6 +395,12 @@ sigaction(int signo, const struct sigaction *act, struct sigaction *oact)
 	if (signo <= 0 || signo >= KQ_NSIG)
 		return __sigaction(signo, act, oact);
 	s = &sig_tab[signo];
+	if (kq_vforked()) {
+		/* A vfork() child: sig_tab is its parent's, and so is
+		   sig_lock (another thread of the parent may hold it).  The
+		   child's own disposition is set, nothing else. */
+		return __sigaction(signo, act, oact);
+	}
 	sig_lock_all(&old);
 	if (s->watchers == 0) {
 		sig_unlock_all(&old);

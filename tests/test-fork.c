@@ -347,6 +347,72 @@ vfork_child_closing_every_descriptor_keeps_the_parents_kqueues(
 	close(kq);
 }
 
+static void
+vfork_child_setting_a_disposition_leaves_the_parents_signal_knote(
+    void **state)
+{
+	struct kevent kev;
+	struct timespec zero = { 0, 0 };
+	int kq = kqueue(), st;
+	pid_t c;
+
+	(void)state;
+	assert_true(kq >= 0);
+	signal(SIGUSR1, SIG_IGN);
+	EV_SET(&kev, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	c = vfork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		signal(SIGUSR1, SIG_DFL);	/* as before an exec */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(c, &st, 0), c);
+	/* Still ignored here, and still counted. */
+	assert_int_equal(raise(SIGUSR1), 0);
+	assert_int_equal(kevent(kq, NULL, 0, &kev, 1, &zero), 1);
+	assert_int_equal(kev.ident, SIGUSR1);
+	close(kq);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+static void *
+collect_for_ever(void *arg)
+{
+	int kq = *(int *)arg;
+	struct kevent ev;
+	struct timespec zero = { 0, 0 };
+
+	for (;;)
+		(void)kevent(kq, NULL, 0, &ev, 1, &zero);
+	return NULL;
+}
+
+static void
+thread_cancelled_in_kevent_leaves_the_kqueue_usable(void **state)
+{
+	int kq = kqueue(), efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct kevent kev;
+	pthread_t t;
+
+	(void)state;
+	assert_true(kq >= 0 && efd >= 0);
+	EV_SET(&kev, (uintptr_t)efd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	assert_int_equal(pthread_create(&t, NULL, collect_for_ever, &kq), 0);
+	usleep(50000);
+	/* kevent() with room for events is a cancellation point. */
+	assert_int_equal(pthread_cancel(t), 0);
+	signal(SIGALRM, on_watchdog);
+	alarm(20);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(pending(kq), 1);
+	fork_and_reap();
+	alarm(0);
+	close(efd);
+	close(kq);
+}
+
 int
 main(void)
 {
@@ -358,6 +424,8 @@ main(void)
 		cmocka_unit_test(vfork_child_closing_a_watched_descriptor_keeps_the_parents_knote),
 		cmocka_unit_test(vfork_child_closing_the_kqueue_keeps_the_parents_kqueue),
 		cmocka_unit_test(vfork_child_closing_every_descriptor_keeps_the_parents_kqueues),
+		cmocka_unit_test(vfork_child_setting_a_disposition_leaves_the_parents_signal_knote),
+		cmocka_unit_test(thread_cancelled_in_kevent_leaves_the_kqueue_usable),
 	};
 
 	/* Before the first kqueue(), as a library's handlers would be. */
