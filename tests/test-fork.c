@@ -201,19 +201,29 @@ eventfd_reader(void *arg)
 	return NULL;
 }
 
+/* A kqueue with a level-triggered READ knote on an eventfd that is always
+   ready (*efd), so every collection looks at it. */
+static int
+kq_with_ready_eventfd(int *efd)
+{
+	int kq = kqueue();
+	struct kevent kev;
+
+	*efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(kq >= 0 && *efd >= 0);
+	EV_SET(&kev, (uintptr_t)*efd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
+	return kq;
+}
+
 static void
 fork_child_of_a_thread_collecting_eventfd_events_inherits_no_kq_file(
     void **state)
 {
-	int kq = kqueue(), efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
-	struct kevent kev;
+	int efd, kq = kq_with_ready_eventfd(&efd);
 	pthread_t t;
 
 	(void)state;
-	assert_true(kq >= 0 && efd >= 0);
-	/* Level-triggered and always ready: every collection looks at it. */
-	EV_SET(&kev, (uintptr_t)efd, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
 	atomic_store(&stop, 0);
 	assert_int_equal(pthread_create(&t, NULL, eventfd_reader, &kq), 0);
 	/* The program opens nothing under /proc: any such file is kq's. */
@@ -423,14 +433,10 @@ collect_for_ever(void *arg)
 static void
 thread_cancelled_in_kevent_leaves_the_kqueue_usable(void **state)
 {
-	int kq = kqueue(), efd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
-	struct kevent kev;
+	int efd, kq = kq_with_ready_eventfd(&efd);
 	pthread_t t;
 
 	(void)state;
-	assert_true(kq >= 0 && efd >= 0);
-	EV_SET(&kev, (uintptr_t)efd, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	assert_int_equal(kevent(kq, &kev, 1, NULL, 0, NULL), 0);
 	assert_int_equal(pthread_create(&t, NULL, collect_for_ever, &kq), 0);
 	usleep(50000);
 	/* kevent() with room for events is a cancellation point. */
