@@ -565,7 +565,7 @@ spur_fd(struct model *m, int kq, uintptr_t fd, const struct m_knote *except)
 
 		if (kn != except && kn->kq == kq && kn->ident == fd &&
 		    is_fd_filter(kn->filter) && (kn->mode & EV_CLEAR))
-			kn->spur = 1;
+			kn->spur++;
 	}
 }
 
@@ -578,7 +578,7 @@ spur_kq(struct model *m, int kq)
 
 		if (kn->kq == kq && is_fd_filter(kn->filter) &&
 		    (kn->mode & EV_CLEAR))
-			kn->spur = 1;
+			kn->spur++;
 	}
 }
 
@@ -715,7 +715,8 @@ m_scan(struct model *m, int kq, int nevents, const struct kevent *ev, int n,
 		 * for it; both may be reported.
 		 */
 		if (st[i] != M_NO && !seen[i] && n == nevents &&
-		    is_fd_filter(kn->filter) && (kn->mode & EV_CLEAR))
+		    is_fd_filter(kn->filter) && (kn->mode & EV_CLEAR) &&
+		    kn->spur < 1)
 			kn->spur = 1;
 		if (st[i] != M_MUST || seen[i]) {
 			kn->missed = 0;
@@ -762,8 +763,8 @@ m_scan(struct model *m, int kq, int nevents, const struct kevent *ev, int n,
 		if (seen[i]) {
 			/* The one extra report the note allows is used only
 			   by a report nothing else called for. */
-			if (kn->pend == M_NO)
-				kn->spur = 0;
+			if (kn->pend == M_NO && kn->spur > 0)
+				kn->spur--;
 			if (kn->mode & EV_ONESHOT) {
 				drop_knote(m, i);
 				continue;

@@ -60,7 +60,13 @@ struct m_knote {
 	 * reported once more, without new activity, after another knote on
 	 * the same descriptor number was added or changed (epoll re-reports
 	 * a registration it is asked to modify), or after the kqueue rebuilt
-	 * its epoll set (a watched number closed while a dup kept the file).
+	 * its epoll set (a watched number closed while a dup kept the file),
+	 * or after a collection had no room for it.  Each such cause allows
+	 * one extra report, as the note says: two changes before a report
+	 * leave two restated edges (one may wait in epoll's ready list while
+	 * the active list reports the knote), so this counts them; an extra
+	 * report uses one.  A knote left out of full calls again and again
+	 * is kept on the active list once, so that cause never counts twice.
 	 */
 	int		spur;
 };
