@@ -35,6 +35,7 @@
  * fast round: that wait is the whole collection, see kq_scan).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -675,6 +676,43 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 }
 
 /*
+ * A blocking wait is a cancellation point, as FreeBSD's kevent() is; the
+ * waiting thread holds no lock there (kq_lock was let go, no maker
+ * section is open), only its reference on the kqueue (*held), which the
+ * cancellation would otherwise leak with the kqueue's descriptors once it
+ * is closed.  Runs only if the thread is cancelled in the wait.
+ */
+struct kq_waiter {
+	struct kqueue	*kq;
+	int		*held;
+};
+
+static void
+kq_wait_cancelled(void *arg)
+{
+	struct kq_waiter *w = arg;
+
+	if (*w->held) {
+		*w->held = 0;
+		kq_release(w->kq);
+	}
+}
+
+/* kq_epoll_wait() on kq's set, kq_lock not held, *held set. */
+static __attribute__((noinline)) int
+kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
+    int n, int64_t tmo_ns)
+{
+	struct kq_waiter w = { kq, held };
+	int r;
+
+	pthread_cleanup_push(kq_wait_cancelled, &w);
+	r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns);
+	pthread_cleanup_pop(0);
+	return r;
+}
+
+/*
  * Make sure kevent() holds a reference on kq (*held), so that it outlives
  * a concurrent close once kq_lock is let go.  Returns 0 when the count is
  * already zero: kq is being destroyed.
@@ -926,7 +964,8 @@ wait:
 		   the unlock (see the top of this file). */
 		KQ_UNLOCK(kq);
 		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
-		r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
+		r = tmo == 0 ? kq_epoll_wait(kq->kq_fd, ev, want, 0) :
+		    kq_wait_cancellable(kq, held, ev, want, tmo);
 		e = errno;
 		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)

@@ -221,6 +221,37 @@ t_spawn_waiting(int go[2], int code)
 	return pid;
 }
 
+#if defined(__SANITIZE_ADDRESS__) && defined(__linux__)
+#include <pthread.h>
+#include <sanitizer/asan_interface.h>
+/*
+ * A cleanup handler for a thread a test cancels.  AddressSanitizer does not
+ * unpoison the redzones of the frames a cancellation unwinds, and its own
+ * thread teardown then writes into them (a false stack-buffer-overflow in
+ * sigaltstack): the dying thread's stack is unpoisoned whole as it unwinds.
+ */
+static inline void
+t_cancel_cleanup(void *arg)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t sz;
+
+	(void)arg;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &lo, &sz) == 0)
+		__asan_unpoison_memory_region(lo, sz);
+	pthread_attr_destroy(&a);
+}
+#else
+static inline void
+t_cancel_cleanup(void *arg)
+{
+	(void)arg;
+}
+#endif
+
 /* Number of open descriptors, or -1 when /proc/self/fd is absent. */
 static inline int
 t_count_fds(void)

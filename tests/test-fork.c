@@ -386,36 +386,6 @@ vfork_child_setting_a_disposition_leaves_the_parents_signal_knote(
 	signal(SIGUSR1, SIG_DFL);
 }
 
-#if defined(__SANITIZE_ADDRESS__) && defined(__linux__)
-#include <sanitizer/asan_interface.h>
-/*
- * AddressSanitizer does not unpoison the redzones of the frames a
- * cancellation unwinds, and its own thread teardown then writes into them
- * (a false stack-buffer-overflow in sigaltstack): the dying thread's stack
- * is unpoisoned whole as it unwinds.
- */
-static void
-cancel_cleanup(void *arg)
-{
-	pthread_attr_t a;
-	void *lo;
-	size_t sz;
-
-	(void)arg;
-	if (pthread_getattr_np(pthread_self(), &a) != 0)
-		return;
-	if (pthread_attr_getstack(&a, &lo, &sz) == 0)
-		__asan_unpoison_memory_region(lo, sz);
-	pthread_attr_destroy(&a);
-}
-#else
-static void
-cancel_cleanup(void *arg)
-{
-	(void)arg;
-}
-#endif
-
 static void *
 collect_for_ever(void *arg)
 {
@@ -423,7 +393,7 @@ collect_for_ever(void *arg)
 	struct kevent ev;
 	struct timespec zero = { 0, 0 };
 
-	pthread_cleanup_push(cancel_cleanup, NULL);
+	pthread_cleanup_push(t_cancel_cleanup, NULL);
 	for (;;)
 		(void)kevent(kq, NULL, 0, &ev, 1, &zero);
 	pthread_cleanup_pop(0);

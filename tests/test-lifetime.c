@@ -9,6 +9,7 @@
  * fork() (the child's slot is empty, so EBADF).
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #if defined(__GLIBC__)
@@ -604,6 +605,68 @@ fork_child_does_not_inherit_kqueue(void **state)
 	close(sv[1]);
 }
 
+static void *
+wait_for_ever(void *arg)
+{
+	int kq = *(int *)arg;
+	struct kevent ev;
+
+	pthread_cleanup_push(t_cancel_cleanup, NULL);
+	for (;;)
+		(void)kevent(kq, NULL, 0, &ev, 1, NULL);
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+/*
+ * kevent() is a cancellation point while it sleeps, as on FreeBSD.  A
+ * thread cancelled there takes nothing with it: once the kqueue is
+ * closed, none of its descriptors is left open, round after round.  Some
+ * rounds cancel before the thread reaches the wait, some while it sleeps;
+ * the kqueue is closed after the join, or before it while the
+ * cancellation may still be under way.  (kq's descriptors are anonymous
+ * inodes -- an epoll set, an eventfd -- and only those are counted: a
+ * sanitizer's symbolizer has pipes of its own.)
+ */
+static void
+thread_cancelled_while_waiting_leaves_no_descriptor_after_close(void **state)
+{
+	int p[2], fds0, fds1;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	fds0 = t_count_links("anon_inode:");
+	for (int i = 0; i < 40; i++) {
+		struct kevent ch;
+		pthread_t t;
+		int kq = kqueue();
+
+		assert_true(kq >= 0);
+		EV_SET(&ch, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+		assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), 0);
+		/* (joined before kq leaves scope) */
+		assert_int_equal(pthread_create(&t, NULL, wait_for_ever, &kq),
+		    0);
+		if (i % 4 != 0)
+			usleep(2000 * (i % 4));	/* asleep in the wait */
+		assert_int_equal(pthread_cancel(t), 0);
+		if (i % 2 == 0) {
+			assert_int_equal(pthread_join(t, NULL), 0);
+			assert_int_equal(close(kq), 0);
+		} else {
+			assert_int_equal(close(kq), 0);
+			assert_int_equal(pthread_join(t, NULL), 0);
+		}
+	}
+	fds1 = t_count_links("anon_inode:");
+	if (fds1 != fds0)
+		fprintf(stderr, "kq descriptors: %d before, %d after\n", fds0,
+		    fds1);
+	assert_int_equal(fds1, fds0);
+	close(p[0]);
+	close(p[1]);
+}
+
 int
 main(void)
 {
@@ -617,6 +680,7 @@ main(void)
 		cmocka_unit_test(close_of_original_keeps_knote_on_dup),
 		cmocka_unit_test(wait_after_close_of_dupd_descriptor_sleeps),
 		cmocka_unit_test(close_of_kqueue_with_knotes_leaks_nothing),
+		cmocka_unit_test(thread_cancelled_while_waiting_leaves_no_descriptor_after_close),
 		cmocka_unit_test(close_of_kqueue_then_reuse_number_starts_clean),
 		cmocka_unit_test(fork_child_does_not_inherit_kqueue),
 	};
