@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 
 /*
  * The anonymous-inode name of fd ("eventpoll", "eventfd", ...) into buf.
@@ -121,7 +122,7 @@ fd_poll(int fd, short events)
 	struct pollfd p = { .fd = fd, .events = events };
 	uint32_t r = 0;
 
-	if (poll(&p, 1, 0) < 0)
+	if (kq_nc_poll(&p, 1, 0) < 0)
 		return 0;
 	if (p.revents & POLLNVAL)
 		return -1;
@@ -152,8 +153,8 @@ kq_read_proc(const char *path, char *buf, size_t size)
 	int fd;
 
 	kq_mkfd_begin();
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		n = read(fd, buf, size - 1);
+	if ((fd = kq_nc_open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = kq_nc_read(fd, buf, size - 1);
 		kq_close_raw(fd);
 	}
 	kq_mkfd_end();

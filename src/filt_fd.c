@@ -183,8 +183,8 @@ dgram_total(int fd, int unix_domain)
 	}
 	if (unix_domain) {
 		while (walked++ < DG_WALK_MAX && total <= INT_MAX &&
-		    (r = (int)recv(fd, &c, 0,
-		    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT)) >= 0) {
+		    (r = (int)kq_nc_recvfrom(fd, &c, 0,
+		    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL, NULL)) >= 0) {
 			total += r;
 			if (dg_set_off(fd, (int)total) != 0)
 				break;

@@ -64,6 +64,7 @@
 #include <sys/wait.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fault.h"
 #include "kq_proc.h"
 
@@ -176,7 +177,7 @@ kq_proc_status(int pidfd, pid_t pid, int cnstatus)
 	int64_t st;
 
 	memset(&si, 0, sizeof(si));
-	if (pidfd >= 0 && waitid((idtype_t)KQ_P_PIDFD, (id_t)pidfd, &si,
+	if (pidfd >= 0 && kq_nc_waitid(KQ_P_PIDFD, pidfd, &si,
 	    WEXITED | WNOWAIT | WNOHANG) == 0 && si.si_pid != 0)
 		return si_to_status(&si);
 	memset(&info, 0, sizeof(info));
@@ -233,7 +234,7 @@ proc_await_cn(struct kqueue *kq, struct procnote *pn, int64_t *status)
 	    kq->kq_src[KQ_SRC_PROC].ks_ready == NULL)
 		return 0;
 	memset(&si, 0, sizeof(si));
-	if (waitid((idtype_t)KQ_P_PIDFD, (id_t)pn->pn_pidfd, &si,
+	if (kq_nc_waitid(KQ_P_PIDFD, pn->pn_pidfd, &si,
 	    WEXITED | WNOWAIT | WNOHANG) != 0 || si.si_pid == 0)
 		return 1;
 	*status = si_to_status(&si);	/* our child: exact, keep it */
@@ -294,7 +295,8 @@ proc_cn_send(int fd, uint32_t seq, enum proc_cn_mcast_op op)
 	cn->ack = seq;		/* the answer carries ack = seq + 1 */
 	cn->len = sizeof(op);
 	memcpy(cn->data, &op, sizeof(op));
-	return send(fd, &m, m.nh.nlmsg_len, MSG_NOSIGNAL) < 0 ? errno : 0;
+	return kq_nc_send(fd, &m, m.nh.nlmsg_len, MSG_NOSIGNAL) < 0 ?
+	    errno : 0;
 }
 
 /*
@@ -306,7 +308,7 @@ proc_cn_recv(int fd, void *buf, size_t len)
 {
 	struct sockaddr_nl from;
 	socklen_t flen = sizeof(from);
-	ssize_t n = recvfrom(fd, buf, len, 0, (struct sockaddr *)&from, &flen);
+	ssize_t n = kq_nc_recvfrom(fd, buf, len, 0, &from, &flen);
 
 	if (n < 0)
 		return -1;
@@ -530,7 +532,7 @@ proc_cn_ack(int fd, uint32_t seq)
 				continue;
 			if (errno != EAGAIN)
 				return errno;
-			if (poll(&p, 1, 100) != 1)
+			if (kq_nc_poll(&p, 1, 100) != 1)
 				return EPERM;
 			continue;
 		}

@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fdreg.h"
 #include "kq_proc.h"
 
@@ -64,7 +65,7 @@ pd_is_pidfd(int fd)
 	siginfo_t si;
 
 	memset(&si, 0, sizeof(si));
-	return waitid((idtype_t)KQ_P_PIDFD, (id_t)fd, &si,
+	return kq_nc_waitid(KQ_P_PIDFD, fd, &si,
 	    WEXITED | WNOWAIT | WNOHANG) == 0 || errno == ECHILD;
 }
 

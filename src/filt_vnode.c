@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fault.h"
 #include "kq_inotify.h"
 #include "fdreg.h"
@@ -119,7 +120,7 @@ mounts_read(int fd, struct vn_mounts *m)
 			buf = nb;
 			cap *= 2;
 		}
-		n = read(fd, buf + len, cap - len - 1);
+		n = kq_nc_read(fd, buf + len, cap - len - 1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -229,7 +230,8 @@ mounts_track_made(struct kqueue *kq, struct vnote *vn)
 		return;
 	vn->vn_mnt = stx.stx_mnt_id;
 	if (src->ks_ready == NULL) {
-		int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+		int fd = kq_nc_open("/proc/self/mountinfo",
+		    O_RDONLY | O_CLOEXEC);
 
 		if (fd < 0)
 			return;

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fault.h"
 #include "kq_inotify.h"
 
@@ -374,7 +375,7 @@ kq_inotify_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	ssize_t n;
 
 	(void)events;
-	while ((n = read(src->ks_fd, buf, sizeof(buf))) > 0) {
+	while ((n = kq_nc_read(src->ks_fd, buf, sizeof(buf))) > 0) {
 		char *p;
 
 		for (p = buf; p < buf + n;) {

@@ -13,6 +13,7 @@
 #include <linux/futex.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fault.h"
 
 #define KQEXTENT	256		/* fd table growth step */
@@ -302,10 +303,10 @@ kq_bell_sync(struct kqueue *kq)
 	if (kq->kq_dead)
 		return;
 	if (kq->kq_count > 0 && !kq->kq_bell_rung) {
-		(void)!write(src->ks_fd, &v, sizeof(v));
+		(void)kq_nc_write(src->ks_fd, &v, sizeof(v));
 		kq->kq_bell_rung = 1;
 	} else if (kq->kq_count == 0 && kq->kq_bell_rung) {
-		(void)!read(src->ks_fd, &v, sizeof(v));
+		(void)kq_nc_read(src->ks_fd, &v, sizeof(v));
 		kq->kq_bell_rung = 0;
 	}
 }
@@ -320,7 +321,8 @@ kq_bell_ring(struct kqueue *kq)
 	uint64_t v = 1;
 
 	if (kq->kq_src[KQ_SRC_BELL].ks_ready != NULL)
-		(void)!write(kq->kq_src[KQ_SRC_BELL].ks_fd, &v, sizeof(v));
+		(void)kq_nc_write(kq->kq_src[KQ_SRC_BELL].ks_fd, &v,
+		    sizeof(v));
 	kq->kq_bell_rung = 1;
 }
 

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 
 #if defined(__x86_64__)
 static inline long
@@ -122,6 +123,80 @@ ksys_getsockopt(int fd, int level, int name, void *val, unsigned int *len)
 {
 	return (int)ksys6(SYS_getsockopt, fd, level, name, (long)val,
 	    (long)len, 0);
+}
+
+/*
+ * The C library's read(), write(), open(), poll(), recv(), send() and
+ * waitid() are cancellation points: a pending pthread_cancel() acts inside
+ * them and unwinds the thread.  kq calls them with its locks held (the
+ * doorbell, a filter's look at its file, the proc connector), where an
+ * unwinding thread would leave the lock taken for good.  kq therefore
+ * never calls them: these make the same system calls, return as the C
+ * library's do (-1 and errno), and cannot act on a cancellation.  The
+ * only cancellation points of libkq are kevent()'s entry and its blocking
+ * wait (kevent.c).
+ */
+static inline long
+kq_nc_ret(long r)
+{
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static inline ssize_t
+kq_nc_read(int fd, void *buf, size_t n)
+{
+	return kq_nc_ret(ksys4(SYS_read, fd, (long)buf, (long)n, 0));
+}
+
+static inline ssize_t
+kq_nc_write(int fd, const void *buf, size_t n)
+{
+	return kq_nc_ret(ksys4(SYS_write, fd, (long)buf, (long)n, 0));
+}
+
+/* open(path, flags) for reading (no mode). */
+static inline int
+kq_nc_open(const char *path, int flags)
+{
+	return (int)kq_nc_ret(ksys4(SYS_openat, -100 /* AT_FDCWD */,
+	    (long)path, flags, 0));
+}
+
+/* poll(2) on a struct pollfd array with a timeout in milliseconds (>= 0). */
+static inline int
+kq_nc_poll(void *fds, unsigned long n, int ms)
+{
+	struct { long s, ns; } ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	return (int)kq_nc_ret(ksys6(SYS_ppoll, (long)fds, (long)n, (long)&ts,
+	    0, 8, 0));
+}
+
+static inline ssize_t
+kq_nc_recvfrom(int fd, void *buf, size_t n, int flags, void *from,
+    void *fromlen)
+{
+	return kq_nc_ret(ksys6(SYS_recvfrom, fd, (long)buf, (long)n, flags,
+	    (long)from, (long)fromlen));
+}
+
+static inline ssize_t
+kq_nc_send(int fd, const void *buf, size_t n, int flags)
+{
+	return kq_nc_ret(ksys6(SYS_sendto, fd, (long)buf, (long)n, flags, 0,
+	    0));
+}
+
+/* waitid(2) without the resource usage. */
+static inline int
+kq_nc_waitid(int idtype, long id, void *si, int options)
+{
+	return (int)kq_nc_ret(ksys6(SYS_waitid, idtype, id, (long)si, options,
+	    0, 0));
 }
 
 #endif /* KQ_KSYS_H */

@@ -67,6 +67,7 @@
 #include <sys/timerfd.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fault.h"
 #include "fdreg.h"
 #include "port.h"
@@ -117,7 +118,7 @@ port_fd_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
 		struct pollfd p = { .fd = (int)kn->kn_ident,
 		    .events = (short)want };
 
-		if (poll(&p, 1, 0) < 0)
+		if (kq_nc_poll(&p, 1, 0) < 0)
 			return 0;
 		if (p.revents & POLLNVAL)
 			return -1;	/* closed behind libc's back */
@@ -471,7 +472,8 @@ port_timer_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
 
 	(void)kq;
 	(void)hint;
-	if (read(TN(kn)->tn_fd, &n, sizeof(n)) != (ssize_t)sizeof(n) || n == 0)
+	if (kq_nc_read(TN(kn)->tn_fd, &n, sizeof(n)) != (ssize_t)sizeof(n) ||
+	    n == 0)
 		return 0;
 	out->data = n > INT_MAX ? INT_MAX : (int64_t)n;
 	return 1;

@@ -47,6 +47,7 @@
 #include <sys/syscall.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fault.h"
 #include "sigshim.h"
 
@@ -184,7 +185,7 @@ sig_ring(void)
 	ssize_t r;
 
 	if (fd >= 0) {
-		r = write(fd, &one, sizeof(one));
+		r = kq_nc_write(fd, &one, sizeof(one));
 		(void)r;
 	}
 }
