@@ -29,6 +29,7 @@
  * first asks kq_vforked() (one getpid(), never on the fast path).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -152,6 +153,10 @@ close(int fd)
 {
 	struct kq_closer c = { SYS_close, -1, 0 };
 
+	/* A cancellation point, as the C library's close() (not from a
+	   signal handler that interrupted one of kq's locks). */
+	if (!kq_in_lock())
+		pthread_testcancel();
 	kq_sockerr_forget(fd);
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
 	    !kq_fdwatched(fd), 1) || kq_in_lock())

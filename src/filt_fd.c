@@ -192,8 +192,8 @@ dgram_total(int fd, int unix_domain)
 	} else {
 		memset(m, 0, sizeof(m));
 		do {
-			r = recvmmsg(fd, m, DG_BATCH,
-			    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL);
+			r = kq_nc_recvmmsg(fd, m, DG_BATCH,
+			    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 			for (i = 0; i < r; i++)
 				total += m[i].msg_len;
 			walked += r;

@@ -34,6 +34,7 @@
 #include <sys/timerfd.h>
 
 #include "kq_int.h"
+#include "ksys.h"
 #include "fault.h"
 
 #define NSEC		INT64_C(1000000000)
@@ -220,7 +221,7 @@ timer_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	ssize_t r;
 
 	(void)events;
-	r = read(src->ks_fd, &ticks, sizeof(ticks));	/* clear readiness */
+	r = kq_nc_read(src->ks_fd, &ticks, sizeof(ticks)); /* clear readiness */
 	(void)r;
 	h->th_armed = INT64_MAX;
 	timer_expire(kq, h);

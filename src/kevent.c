@@ -36,6 +36,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -640,48 +641,75 @@ kq_now_ns(void)
 
 static int have_pwait2 = 1;
 
-/* epoll_wait with a nanosecond timeout (-1: forever). */
+/*
+ * epoll_wait with a nanosecond timeout (-1: forever), straight to the
+ * kernel: never a cancellation point by itself (kq_wait_cancellable makes
+ * one).  mask: the signal mask during the wait (as epoll_pwait's), or
+ * NULL for the thread's own.
+ */
 static int
-kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
+kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns,
+    const uint64_t *mask)
 {
+	long r;
+
 	if (tmo_ns != 0)
 		KQ_FAULT_WAIT();
-	if (tmo_ns == 0) {
-		int r = ksys_epoll_poll(epfd, ev, n);
-
-		if (r < 0) {
-			errno = -r;
-			return -1;
-		}
-		return r;
+	if (tmo_ns == 0 && mask == NULL) {
+		r = ksys_epoll_poll(epfd, ev, n);
+		goto out;
 	}
 #ifdef SYS_epoll_pwait2
-	if (tmo_ns > 0 && (tmo_ns % 1000000) != 0 &&
-	    atomic_load_explicit((_Atomic int *)&have_pwait2,
+	if (atomic_load_explicit((_Atomic int *)&have_pwait2,
 	    memory_order_relaxed)) {
-		struct timespec ts = { tmo_ns / 1000000000, tmo_ns % 1000000000 };
-		int r = (int)syscall(SYS_epoll_pwait2, epfd, ev, n, &ts, NULL, 8);
+		struct timespec ts = { tmo_ns / 1000000000,
+		    tmo_ns % 1000000000 };
 
-		if (r >= 0 || errno != ENOSYS)
-			return r;
+		r = ksys6(SYS_epoll_pwait2, epfd, (long)ev, n,
+		    tmo_ns < 0 ? 0 : (long)&ts, (long)mask, 8);
+		if (r != -ENOSYS)
+			goto out;
 		atomic_store_explicit((_Atomic int *)&have_pwait2, 0,
 		    memory_order_relaxed);
 	}
 #endif
-	if (tmo_ns < 0)
-		return epoll_wait(epfd, ev, n, -1);
-	if (tmo_ns / 1000000 >= INT_MAX)
-		return epoll_wait(epfd, ev, n, INT_MAX);
-	return epoll_wait(epfd, ev, n, (int)((tmo_ns + 999999) / 1000000));
+	r = ksys6(SYS_epoll_pwait, epfd, (long)ev, n, tmo_ns < 0 ? -1 :
+	    tmo_ns / 1000000 >= INT_MAX ? INT_MAX :
+	    (long)((tmo_ns + 999999) / 1000000), (long)mask, 8);
+out:
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (int)r;
 }
 
 /*
- * A blocking wait is a cancellation point, as FreeBSD's kevent() is; the
- * waiting thread holds no lock there (kq_lock was let go, no maker
- * section is open), only its reference on the kqueue (*held), which the
+ * kevent()'s blocking wait is a cancellation point, as FreeBSD's is when
+ * it has no changes (libthr's __thr_kevent); and as there, a wait that
+ * returned events is never cancelled: the events are the caller's, and a
+ * pending cancellation acts at the thread's next cancellation point.
+ * glibc's own epoll_wait cannot promise that (its cancellation may act
+ * after the kernel handed events out: glibc bug 12683, a lost EV_CLEAR
+ * event).  So:
+ *  - glibc's cancellation signal (SIGCANCEL, its reserved real-time
+ *    signal 32) is blocked first, and the thread made asynchronously
+ *    cancellable: a cancellation already requested acts there;
+ *  - the wait unblocks the signal for its duration only (epoll_pwait's
+ *    mask): a cancellation requested meanwhile interrupts it, and its
+ *    handler acts at once, with nothing taken from the set; when the wait
+ *    returns events the kernel restores the blocking mask before any
+ *    signal is delivered, so the signal stays pending;
+ *  - deferred again, then the old mask: a pending cancellation's signal
+ *    finds the thread deferred and acts at its next cancellation point.
+ * Two rt_sigprocmask calls per blocking wait are the price.
+ * The waiting thread holds no lock (kq_lock was let go, no maker section
+ * is open), only its reference on the kqueue (*held), which a
  * cancellation would otherwise leak with the kqueue's descriptors once it
- * is closed.  Runs only if the thread is cancelled in the wait.
+ * is closed: kq_wait_cancelled drops it.
  */
+#define KQ_SIGCANCEL	32	/* glibc's __SIGRTMIN, SIGCANCEL */
+
 struct kq_waiter {
 	struct kqueue	*kq;
 	int		*held;
@@ -704,11 +732,21 @@ kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
     int n, int64_t tmo_ns)
 {
 	struct kq_waiter w = { kq, held };
-	int r;
+	uint64_t block = UINT64_C(1) << (KQ_SIGCANCEL - 1), old, during;
+	int r, e, type;
 
+	if (ksys4(SYS_rt_sigprocmask, SIG_BLOCK, (long)&block, (long)&old,
+	    8) != 0)
+		return kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns, NULL);
+	during = old & ~block;
 	pthread_cleanup_push(kq_wait_cancelled, &w);
-	r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns);
+	(void)pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns, &during);
+	e = errno;
+	(void)pthread_setcanceltype(type, &type);
 	pthread_cleanup_pop(0);
+	(void)ksys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
+	errno = e;
 	return r;
 }
 
@@ -871,12 +909,13 @@ kq_unmark(struct kqueue *kq, const struct kevent *out, int n)
  * Called and returns with kq_lock held.  *held says whether the caller
  * holds a reference on kq; one is taken (and *held set) before the lock
  * is let go for a wait, so the kqueue outlives a concurrent close.
+ * cancel: a blocking wait is a cancellation point (kq_wait_cancellable).
  * Inlined into kevent(): a return that spans the wait costs a
  * mispredicted branch (see ksys.h).
  */
 static inline __attribute__((always_inline)) int
 kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
-    const struct timespec *tsp, int *held)
+    const struct timespec *tsp, int *held, int cancel)
 {
 	struct epoll_event ev[KQ_EPBATCH];
 	int nread[KQ_EPBATCH];
@@ -964,8 +1003,9 @@ wait:
 		   the unlock (see the top of this file). */
 		KQ_UNLOCK(kq);
 		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
-		r = tmo == 0 ? kq_epoll_wait(kq->kq_fd, ev, want, 0) :
-		    kq_wait_cancellable(kq, held, ev, want, tmo);
+		r = tmo != 0 && cancel ?
+		    kq_wait_cancellable(kq, held, ev, want, tmo) :
+		    kq_epoll_wait(kq->kq_fd, ev, want, tmo, NULL);
 		e = errno;
 		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)
@@ -1088,6 +1128,14 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 	struct kqueue *kq;
 	int i, nerr = 0, error, n, held;
 
+	/*
+	 * As FreeBSD's libthr, a kevent() with room for events is a
+	 * cancellation point at its entry, where no lock is held yet, and in
+	 * its wait when it has no changes (kq_wait_cancellable).  Nothing
+	 * else in libkq is one but close() (ksys.h, kq_nc_*).
+	 */
+	if (nevents != 0)
+		pthread_testcancel();
 	if (nchanges < 0 || nevents < 0 ||
 	    (nchanges > 0 && changelist == NULL) ||
 	    (nevents > 0 && eventlist == NULL)) {
@@ -1100,14 +1148,6 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 		errno = (nchanges < 0 || nevents < 0) ? EINVAL : EFAULT;
 		return -1;
 	}
-	/*
-	 * As on FreeBSD, a kevent() that may return events is a
-	 * cancellation point: here, where no lock is held yet (the system
-	 * calls made inside, under kq_lock or in a maker section, may
-	 * not act on a cancellation: registry.c disables it there).
-	 */
-	if (nevents > 0)
-		pthread_testcancel();
 	if ((kq = kq_enter(kqfd, &held, &error)) == NULL) {
 		errno = error;
 		return -1;
@@ -1150,7 +1190,7 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 		error = EINVAL;
 		goto fail;
 	}
-	n = kq_scan(kq, eventlist, nevents, timeout, &held);
+	n = kq_scan(kq, eventlist, nevents, timeout, &held, nchanges == 0);
 	kq_leave(kq, held);
 	if (n < 0) {
 		errno = -n;
@@ -1171,7 +1211,7 @@ int
 kq_port_scan(struct kqueue *kq, struct kevent *out, int nevents,
     const struct timespec *tsp, int *held)
 {
-	return kq_scan(kq, out, nevents, tsp, held);
+	return kq_scan(kq, out, nevents, tsp, held, 1);
 }
 
 /*

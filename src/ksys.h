@@ -9,10 +9,10 @@
  * costs 118 ns inline, 175 ns through syscall(3) from a function, and
  * each further frame spanning the call about 5 ns more.
  *
- * Only calls that are not cancellation points are made this way (a wait
- * that may block goes through libc: kevent() stays a cancellation point).
- * Each function returns the kernel's result: >= 0, or -errno; errno is
- * not touched.  Other architectures fall back to syscall(3).
+ * None of them is a cancellation point (see kq_nc_* below; kevent.c's
+ * kq_wait_cancellable makes the one wait that is).  Each function returns
+ * the kernel's result: >= 0, or -errno; errno is not touched.  Other
+ * architectures fall back to syscall(3).
  */
 #ifndef KQ_KSYS_H
 #define KQ_KSYS_H
@@ -189,6 +189,14 @@ kq_nc_send(int fd, const void *buf, size_t n, int flags)
 {
 	return kq_nc_ret(ksys6(SYS_sendto, fd, (long)buf, (long)n, flags, 0,
 	    0));
+}
+
+/* recvmmsg(2) without a timeout. */
+static inline int
+kq_nc_recvmmsg(int fd, void *msgs, unsigned int n, int flags)
+{
+	return (int)kq_nc_ret(ksys6(SYS_recvmmsg, fd, (long)msgs, (long)n,
+	    flags, 0, 0));
 }
 
 /* waitid(2) without the resource usage. */

@@ -52,6 +52,7 @@
  * port_associate); see port_create(3).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
@@ -1078,6 +1079,8 @@ port_getn(int port, port_event_t list[], uint_t max, uint_t *nget,
 	uint_t want, got;
 	int held, error;
 
+	/* A cancellation point, as illumos's (kq_wait_cancellable). */
+	pthread_testcancel();
 	if ((kq = port_enter(port, &held)) == NULL)
 		return -1;
 	if (nget == NULL || !ts_valid(timeout) || (max > 0 && list == NULL)) {
@@ -1119,6 +1122,8 @@ port_get(int port, port_event_t *pe, struct timespec *timeout)
 	uint_t got;
 	int held, error;
 
+	/* A cancellation point, as illumos's (kq_wait_cancellable). */
+	pthread_testcancel();
 	if ((kq = port_enter(port, &held)) == NULL)
 		return -1;
 	if (!ts_valid(timeout))

@@ -9,7 +9,6 @@
  * fork() (the child's slot is empty, so EBADF).
  */
 #include <dirent.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #if defined(__GLIBC__)
@@ -605,157 +604,6 @@ fork_child_does_not_inherit_kqueue(void **state)
 	close(sv[1]);
 }
 
-static void *
-wait_for_ever(void *arg)
-{
-	int kq = *(int *)arg;
-	struct kevent ev;
-
-	pthread_cleanup_push(t_cancel_cleanup, NULL);
-	for (;;)
-		(void)kevent(kq, NULL, 0, &ev, 1, NULL);
-	pthread_cleanup_pop(0);
-	return NULL;
-}
-
-/*
- * kevent() is a cancellation point while it sleeps, as on FreeBSD.  A
- * thread cancelled there takes nothing with it: once the kqueue is
- * closed, none of its descriptors is left open, round after round.  Some
- * rounds cancel before the thread reaches the wait, some while it sleeps;
- * the kqueue is closed after the join, or before it while the
- * cancellation may still be under way.  (kq's descriptors are anonymous
- * inodes -- an epoll set, an eventfd -- and only those are counted: a
- * sanitizer's symbolizer has pipes of its own.)
- */
-static void
-thread_cancelled_while_waiting_leaves_no_descriptor_after_close(void **state)
-{
-	int p[2], fds0, fds1;
-
-	(void)state;
-	assert_int_equal(pipe(p), 0);
-	fds0 = t_count_links("anon_inode:");
-	for (int i = 0; i < 40; i++) {
-		struct kevent ch;
-		pthread_t t;
-		int kq = kqueue();
-
-		assert_true(kq >= 0);
-		EV_SET(&ch, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-		assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), 0);
-		/* (joined before kq leaves scope) */
-		assert_int_equal(pthread_create(&t, NULL, wait_for_ever, &kq),
-		    0);
-		if (i % 4 != 0)
-			usleep(2000 * (i % 4));	/* asleep in the wait */
-		assert_int_equal(pthread_cancel(t), 0);
-		if (i % 2 == 0) {
-			assert_int_equal(pthread_join(t, NULL), 0);
-			assert_int_equal(close(kq), 0);
-		} else {
-			assert_int_equal(close(kq), 0);
-			assert_int_equal(pthread_join(t, NULL), 0);
-		}
-	}
-	fds1 = t_count_links("anon_inode:");
-	if (fds1 != fds0)
-		fprintf(stderr, "kq descriptors: %d before, %d after\n", fds0,
-		    fds1);
-	assert_int_equal(fds1, fds0);
-	close(p[0]);
-	close(p[1]);
-}
-
-/* Shared by the threads of cancelled_at_any_point_in_kevent_*. */
-struct cancel_loop {
-	int	kq;
-	int	wfd;	/* write end of a pipe whose read end is watched */
-};
-
-static void *
-trigger_and_collect_for_ever(void *arg)
-{
-	struct cancel_loop *cl = arg;
-	struct kevent ch[2], ev[4];
-	struct timespec zero = { 0, 0 };
-
-	pthread_cleanup_push(t_cancel_cleanup, NULL);
-	EV_SET(&ch[0], 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
-	EV_SET(&ch[1], 2, EVFILT_USER, EV_ADD | EV_ONESHOT, NOTE_TRIGGER, 0,
-	    NULL);
-	for (unsigned i = 0;; i++) {
-		/* Triggers ring the kqueue's doorbell, collections quiet
-		   it, a byte makes the pipe readable; some calls sleep. */
-		if (i % 7 == 0)
-			(void)!write(cl->wfd, "x", 1);
-		if (i % 2 == 0)
-			(void)kevent(cl->kq, ch, i % 3 == 0 ? 2 : 1, NULL, 0,
-			    NULL);
-		else
-			(void)kevent(cl->kq, NULL, 0, ev, 4,
-			    i % 16 == 1 ? NULL : &zero);
-	}
-	pthread_cleanup_pop(0);
-	return NULL;
-}
-
-/*
- * A thread may be cancelled at any moment of a kevent() call; only its
- * entry and its blocking wait are cancellation points, as on FreeBSD,
- * so no cancellation ever leaves the kqueue locked: after each one, a
- * kevent() from another thread returns (a watchdog would catch a hang),
- * and after every round no kq descriptor is left.
- */
-static void
-thread_cancelled_at_any_moment_of_kevent_leaves_the_kqueue_usable(void **state)
-{
-	struct cancel_loop cl;
-	struct kevent ch[2], ev[8];
-	int p[2], fds0;
-	unsigned seed = 12345;
-
-	(void)state;
-	assert_int_equal(pipe(p), 0);
-	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
-	assert_int_equal(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
-	fds0 = t_count_links("anon_inode:");
-	signal(SIGALRM, SIG_DFL);	/* a hang ends the test */
-	for (int i = 0; i < 300; i++) {
-		pthread_t t[2];
-
-		cl.kq = kqueue();
-		cl.wfd = p[1];
-		assert_true(cl.kq >= 0);
-		EV_SET(&ch[0], 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
-		EV_SET(&ch[1], p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-		assert_int_equal(kevent(cl.kq, ch, 2, NULL, 0, NULL), 0);
-		for (int k = 0; k < 2; k++)
-			assert_int_equal(pthread_create(&t[k], NULL,
-			    trigger_and_collect_for_ever, &cl), 0);
-		seed = seed * 1103515245u + 12345u;
-		usleep((seed >> 16) % 400);
-		alarm(20);
-		for (int k = 0; k < 2; k++) {
-			assert_int_equal(pthread_cancel(t[k]), 0);
-			assert_int_equal(pthread_join(t[k], NULL), 0);
-		}
-		/* The kqueue is not left locked. */
-		(void)kevent(cl.kq, NULL, 0, ev, 8, &t_zero);
-		alarm(0);
-		{
-			char buf[4096];
-
-			while (read(p[0], buf, sizeof(buf)) > 0)
-				;
-		}
-		assert_int_equal(close(cl.kq), 0);
-	}
-	assert_int_equal(t_count_links("anon_inode:"), fds0);
-	close(p[0]);
-	close(p[1]);
-}
-
 int
 main(void)
 {
@@ -769,8 +617,6 @@ main(void)
 		cmocka_unit_test(close_of_original_keeps_knote_on_dup),
 		cmocka_unit_test(wait_after_close_of_dupd_descriptor_sleeps),
 		cmocka_unit_test(close_of_kqueue_with_knotes_leaks_nothing),
-		cmocka_unit_test(thread_cancelled_while_waiting_leaves_no_descriptor_after_close),
-		cmocka_unit_test(thread_cancelled_at_any_moment_of_kevent_leaves_the_kqueue_usable),
 		cmocka_unit_test(close_of_kqueue_then_reuse_number_starts_clean),
 		cmocka_unit_test(fork_child_does_not_inherit_kqueue),
 	};

@@ -1480,6 +1480,79 @@ fork_child_keeps_the_number_but_cannot_use_the_port(void **state)
 
 #define T(f)	cmocka_unit_test_teardown(f, teardown)
 
+struct port_waiter {
+	int		port;
+	int		go[2];		/* -1: wait at once */
+	struct timespec	tmo;
+	atomic_int	returned;
+};
+
+static void *
+port_get_after_go(void *arg)
+{
+	struct port_waiter *pw = arg;
+	port_event_t pe;
+	char c;
+
+	pthread_cleanup_push(t_cancel_cleanup, NULL);
+	if (pw->go[0] >= 0) {
+		(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		if (read(pw->go[0], &c, 1) != 1)
+			return NULL;
+		(void)pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	}
+	(void)port_get(pw->port, &pe, &pw->tmo);
+	atomic_store(&pw->returned, 1);
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+/*
+ * port_get() is a cancellation point, as illumos's: a thread asleep in it
+ * with a timeout (whole milliseconds or not) acts on a cancellation at
+ * once, not when its 20 s are over; one with a cancellation already
+ * pending acts at its entry, even with a zero timeout.
+ */
+static void
+port_get_acts_on_cancellation_in_its_wait_and_at_its_entry(void **state)
+{
+	static const long nsecs[] = { 0, 500000 };
+
+	(void)state;
+	for (int c = 0; c < 3; c++) {
+		struct port_waiter pw = { .go = { -1, -1 } };
+		struct timespec t0, t1;
+		pthread_t t;
+		void *res;
+
+		pw.port = port_create();
+		assert_true(pw.port >= 0);
+		if (c < 2) {
+			pw.tmo.tv_sec = 20;
+			pw.tmo.tv_nsec = nsecs[c];
+		} else
+			assert_int_equal(pipe(pw.go), 0);	/* pending */
+		assert_int_equal(pthread_create(&t, NULL, port_get_after_go,
+		    &pw), 0);
+		if (c < 2)
+			usleep(50000);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(pthread_cancel(t), 0);
+		if (c == 2)
+			assert_int_equal(write(pw.go[1], "g", 1), 1);
+		assert_int_equal(pthread_join(t, &res), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		assert_true(res == PTHREAD_CANCELED);
+		assert_int_equal(atomic_load(&pw.returned), 0);
+		assert_true(t1.tv_sec - t0.tv_sec < 10);
+		if (c == 2) {
+			close(pw.go[0]);
+			close(pw.go[1]);
+		}
+		close(pw.port);
+	}
+}
+
 int
 main(void)
 {
@@ -1539,6 +1612,7 @@ main(void)
 		T(fork_child_keeps_the_number_but_cannot_use_the_port),
 		T(fork_child_keeps_the_descriptors_its_own_fork_handler_opened),
 		T(failed_port_timer_create_leaves_no_timerfd_in_fork_children),
+		T(port_get_acts_on_cancellation_in_its_wait_and_at_its_entry),
 	};
 
 	return t_run_group(tests, NULL, NULL);
