@@ -642,12 +642,30 @@ kq_now_ns(void)
 static int have_pwait2 = 1;
 
 /*
+ * The frames a cancellation abandons: it acts in glibc's signal handler,
+ * which runs on top of kq_epoll_wait's frame, and unwinds from there.
+ * AddressSanitizer cannot unpoison the redzones of frames left that way,
+ * and its own handling of the unwind then writes into them (a false
+ * stack-buffer-underflow): these two frames keep no redzones.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define KQ_CANCEL_FRAME	__attribute__((no_sanitize_address))
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KQ_CANCEL_FRAME	__attribute__((no_sanitize_address))
+#endif
+#endif
+#ifndef KQ_CANCEL_FRAME
+#define KQ_CANCEL_FRAME
+#endif
+
+/*
  * epoll_wait with a nanosecond timeout (-1: forever), straight to the
  * kernel: never a cancellation point by itself (kq_wait_cancellable makes
  * one).  mask: the signal mask during the wait (as epoll_pwait's), or
  * NULL for the thread's own.
  */
-static int
+static KQ_CANCEL_FRAME int
 kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns,
     const uint64_t *mask)
 {
@@ -727,7 +745,7 @@ kq_wait_cancelled(void *arg)
 }
 
 /* kq_epoll_wait() on kq's set, kq_lock not held, *held set. */
-static __attribute__((noinline)) int
+static __attribute__((noinline)) KQ_CANCEL_FRAME int
 kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
     int n, int64_t tmo_ns)
 {

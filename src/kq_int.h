@@ -50,6 +50,8 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 #ifdef KQ_TSAN
+#include <errno.h>
+#include <pthread.h>
 int	__interceptor_close(int);
 int	__interceptor_dup3(int, int, int);
 #endif
@@ -57,7 +59,16 @@ static inline int
 kq_close_raw(int fd)
 {
 #ifdef KQ_TSAN
-	return __interceptor_close(fd);
+	/* TSan's close() ends in the C library's, a cancellation point:
+	   not one here (kq may hold a lock, see ksys.h). */
+	int r, e, st;
+
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &st);
+	r = __interceptor_close(fd);
+	e = errno;
+	(void)pthread_setcancelstate(st, &st);
+	errno = e;
+	return r;
 #else
 	return (int)syscall(SYS_close, fd);
 #endif
