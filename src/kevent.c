@@ -36,7 +36,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -662,18 +661,16 @@ static int have_pwait2 = 1;
 /*
  * epoll_wait with a nanosecond timeout (-1: forever), straight to the
  * kernel: never a cancellation point by itself (kq_wait_cancellable makes
- * one).  mask: the signal mask during the wait (as epoll_pwait's), or
- * NULL for the thread's own.
+ * one).
  */
 static KQ_CANCEL_FRAME int
-kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns,
-    const uint64_t *mask)
+kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 {
 	long r;
 
 	if (tmo_ns != 0)
 		KQ_FAULT_WAIT();
-	if (tmo_ns == 0 && mask == NULL) {
+	if (tmo_ns == 0) {
 		r = ksys_epoll_poll(epfd, ev, n);
 		goto out;
 	}
@@ -684,7 +681,7 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns,
 		    tmo_ns % 1000000000 };
 
 		r = ksys6(SYS_epoll_pwait2, epfd, (long)ev, n,
-		    tmo_ns < 0 ? 0 : (long)&ts, (long)mask, 8);
+		    tmo_ns < 0 ? 0 : (long)&ts, 0, 8);
 		if (r != -ENOSYS)
 			goto out;
 		atomic_store_explicit((_Atomic int *)&have_pwait2, 0,
@@ -693,7 +690,7 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns,
 #endif
 	r = ksys6(SYS_epoll_pwait, epfd, (long)ev, n, tmo_ns < 0 ? -1 :
 	    tmo_ns / 1000000 >= INT_MAX ? INT_MAX :
-	    (long)((tmo_ns + 999999) / 1000000), (long)mask, 8);
+	    (long)((tmo_ns + 999999) / 1000000), 0, 8);
 out:
 	if (r < 0) {
 		errno = (int)-r;
@@ -704,68 +701,94 @@ out:
 
 /*
  * kevent()'s blocking wait is a cancellation point, as FreeBSD's is when
- * it has no changes (libthr's __thr_kevent); and as there, a wait that
- * returned events is never cancelled: the events are the caller's, and a
- * pending cancellation acts at the thread's next cancellation point.
- * glibc's own epoll_wait cannot promise that (its cancellation may act
- * after the kernel handed events out: glibc bug 12683, a lost EV_CLEAR
- * event).  So:
- *  - glibc's cancellation signal (SIGCANCEL, its reserved real-time
- *    signal 32) is blocked first, and the thread made asynchronously
- *    cancellable: a cancellation already requested acts there;
- *  - the wait unblocks the signal for its duration only (epoll_pwait's
- *    mask): a cancellation requested meanwhile interrupts it, and its
- *    handler acts at once, with nothing taken from the set; when the wait
- *    returns events the kernel restores the blocking mask before any
- *    signal is delivered, so the signal stays pending;
- *  - deferred again, then the old mask: a pending cancellation's signal
- *    finds the thread deferred and acts at its next cancellation point.
- * Two rt_sigprocmask calls per blocking wait are the price.
- * The waiting thread holds no lock (kq_lock was let go, no maker section
- * is open), only its reference on the kqueue (*held), which a
- * cancellation would otherwise leak with the kqueue's descriptors once it
- * is closed: kq_wait_cancelled drops it.
+ * it has no changes (libthr's __thr_kevent), and no cancellation may take
+ * events with it: libthr never cancels a wait that returned events.
+ * glibc acts on a cancellation asynchronously while a thread sleeps in a
+ * cancellation point, and its signal can also arrive as the wait returns
+ * with events (glibc bug 12683: for the C library's own epoll_wait an
+ * EV_CLEAR event would be lost for every waiter).  So kq sleeps
+ * asynchronously cancellable in its own wait, with a small batch whose
+ * entries are marked unwritten first (KQ_EV_UNSET); if the cancellation
+ * acts, kq_wait_cancelled puts the events the kernel had already written
+ * back on the kqueue (kq_translate without room queues their knotes on the
+ * active list and the doorbell wakes another waiter) and drops the
+ * thread's reference on the kqueue -- without it the kqueue and its
+ * descriptors would outlive its close.  The wait holds no lock (kq_lock
+ * was let go, no maker section is open), and nothing between the two
+ * pthread_setcanceltype() calls but the system call and stores.
  */
-#define KQ_SIGCANCEL	32	/* glibc's __SIGRTMIN, SIGCANCEL */
+#define KQ_CWAIT	8		/* events per cancellable wait */
+
+_Thread_local int kq_async_owed __attribute__((tls_model("initial-exec")));
+#define KQ_EV_UNSET	UINT64_MAX	/* no epoll key: not written */
 
 struct kq_waiter {
-	struct kqueue	*kq;
-	int		*held;
+	struct kqueue		*kq;
+	int			*held;
+	struct epoll_event	*ev;
+	int			 n;
+	uint32_t		 seq;	/* kq_regseq as the wait began */
 };
 
 static void
 kq_wait_cancelled(void *arg)
 {
 	struct kq_waiter *w = arg;
+	struct kqueue *kq = w->kq;
+	int i;
 
+	if (w->ev[0].data.u64 != KQ_EV_UNSET) {
+		KQ_LOCK(kq);
+		for (i = 0; !kq->kq_dead && i < w->n &&
+		    w->ev[i].data.u64 != KQ_EV_UNSET; i++) {
+			struct kq_quiet q = { 0, { 0 } };
+
+			(void)kq_translate(kq, &w->ev[i], NULL, 0,
+			    kq_ev_stale(kq, &w->ev[i], w->seq), INT_MIN, &q);
+		}
+		kq_bell_update(kq);
+		KQ_UNLOCK(kq);
+	}
 	if (*w->held) {
 		*w->held = 0;
-		kq_release(w->kq);
+		kq_release(kq);
 	}
 }
 
 /* kq_epoll_wait() on kq's set, kq_lock not held, *held set. */
 static __attribute__((noinline)) KQ_CANCEL_FRAME int
 kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
-    int n, int64_t tmo_ns)
+    int n, int64_t tmo_ns, uint32_t seq)
 {
-	struct kq_waiter w = { kq, held };
-	uint64_t block = UINT64_C(1) << (KQ_SIGCANCEL - 1), old, during;
-	int r, e, type;
+	struct kq_waiter w = { kq, held, ev, n, seq };
+	int i, r, e, type;
 
-	if (ksys4(SYS_rt_sigprocmask, SIG_BLOCK, (long)&block, (long)&old,
-	    8) != 0)
-		return kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns, NULL);
-	during = old & ~block;
+	for (i = 0; i < n; i++)
+		ev[i].data.u64 = KQ_EV_UNSET;
 	pthread_cleanup_push(kq_wait_cancelled, &w);
 	(void)pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
-	r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns, &during);
+	r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns);
 	e = errno;
-	(void)pthread_setcanceltype(type, &type);
+	/* Deferred (acts on nothing) before the cleanup goes: a caller that
+	   was asynchronously cancellable (a signal handler that interrupted
+	   another wait) gets that back as kevent() returns, with no
+	   reference held (kq_async_restore). */
+	(void)pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &i);
 	pthread_cleanup_pop(0);
-	(void)ksys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8);
+	if (type == PTHREAD_CANCEL_ASYNCHRONOUS)
+		kq_async_owed = 1;
 	errno = e;
 	return r;
+}
+
+/* kevent()'s and port_get()'s return: see kq_wait_cancellable. */
+void
+kq_async_restore(void)
+{
+	int t;
+
+	kq_async_owed = 0;
+	(void)pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &t);
 }
 
 /*
@@ -1021,9 +1044,12 @@ wait:
 		   the unlock (see the top of this file). */
 		KQ_UNLOCK(kq);
 		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
-		r = tmo != 0 && cancel ?
-		    kq_wait_cancellable(kq, held, ev, want, tmo) :
-		    kq_epoll_wait(kq->kq_fd, ev, want, tmo, NULL);
+		if (tmo != 0 && cancel) {
+			if (want > KQ_CWAIT)
+				want = KQ_CWAIT;	/* (a full one tops up) */
+			r = kq_wait_cancellable(kq, held, ev, want, tmo, seq);
+		} else
+			r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
 		e = errno;
 		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)
@@ -1210,6 +1236,8 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 	}
 	n = kq_scan(kq, eventlist, nevents, timeout, &held, nchanges == 0);
 	kq_leave(kq, held);
+	if (__builtin_expect(kq_async_owed, 0))
+		kq_async_restore();
 	if (n < 0) {
 		errno = -n;
 		return -1;
@@ -1227,9 +1255,9 @@ fail:
  */
 int
 kq_port_scan(struct kqueue *kq, struct kevent *out, int nevents,
-    const struct timespec *tsp, int *held)
+    const struct timespec *tsp, int *held, int cancel)
 {
-	return kq_scan(kq, out, nevents, tsp, held, 1);
+	return kq_scan(kq, out, nevents, tsp, held, cancel);
 }
 
 /*

@@ -1047,7 +1047,9 @@ port_collect(struct kqueue *kq, port_event_t *list, uint_t max, uint_t want,
 			left.tv_nsec = t % 1000000000;
 			lp = &left;
 		}
-		n = kq_port_scan(kq, kev, chunk, lp, held);
+		/* Once it holds events, a wait for more is no
+		   cancellation point: they would go with the thread. */
+		n = kq_port_scan(kq, kev, chunk, lp, held, k == 0);
 		if (n < 0) {
 			*got = k;
 			return -n;
@@ -1107,6 +1109,8 @@ port_getn(int port, port_event_t list[], uint_t max, uint_t *nget,
 		max = PORT_MAX_LIST;
 	error = port_collect(kq, list, max, want, timeout, &held, &got);
 	kq_leave(kq, held);
+	if (kq_async_owed)
+		kq_async_restore();
 	*nget = got;
 	if (error != 0) {
 		errno = error;
@@ -1136,6 +1140,8 @@ port_get(int port, port_event_t *pe, struct timespec *timeout)
 			error = ETIME;	/* a zero timeout and nothing there */
 	}
 	kq_leave(kq, held);
+	if (kq_async_owed)
+		kq_async_restore();
 	if (error != 0) {
 		errno = error;
 		return -1;

@@ -98,21 +98,35 @@ kq_sig_eintr_absorbed(uint64_t before)
 	    (uint32_t)now != (uint32_t)before;
 }
 
+/*
+ * Every signal blocked and cancellation off (a handler that interrupted a
+ * cancellable wait runs asynchronously cancellable, and glibc's
+ * cancellation signal is never blocked): no thread may die holding
+ * sig_lock.  The cancellation state is kept per thread for the unlock.
+ */
+static _Thread_local int sig_cancel_state;
+
 static void
 sig_lock_all(sigset_t *old)
 {
 	sigset_t all;
+	int st;
 
+	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &st);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, old);
 	pthread_mutex_lock(&sig_lock);
+	sig_cancel_state = st;
 }
 
 static void
 sig_unlock_all(const sigset_t *old)
 {
+	int st = sig_cancel_state;
+
 	pthread_mutex_unlock(&sig_lock);
 	pthread_sigmask(SIG_SETMASK, old, NULL);
+	(void)pthread_setcancelstate(st, &st);
 }
 
 /* Default action of signo is to ignore it (SIGCONT continues anyway). */
