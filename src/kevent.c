@@ -692,11 +692,7 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 	    tmo_ns / 1000000 >= INT_MAX ? INT_MAX :
 	    (long)((tmo_ns + 999999) / 1000000), 0, 8);
 out:
-	if (r < 0) {
-		errno = (int)-r;
-		return -1;
-	}
-	return (int)r;
+	return (int)kq_nc_ret(r);
 }
 
 /*
@@ -719,7 +715,9 @@ out:
  */
 #define KQ_CWAIT	8		/* events per cancellable wait */
 
-_Thread_local int kq_async_owed __attribute__((tls_model("initial-exec")));
+/* Set when a cancellable wait found its caller asynchronously cancellable
+   and left it deferred: kq_leave gives it back, holding nothing. */
+static _Thread_local int kq_async_owed __attribute__((tls_model("initial-exec")));
 #define KQ_EV_UNSET	UINT64_MAX	/* no epoll key: not written */
 
 struct kq_waiter {
@@ -781,8 +779,8 @@ kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
 	return r;
 }
 
-/* kevent()'s and port_get()'s return: see kq_wait_cancellable. */
-void
+/* See kq_wait_cancellable; called by kq_leave. */
+static void
 kq_async_restore(void)
 {
 	int t;
@@ -1155,7 +1153,10 @@ kq_enter(int kqfd, int *held, int *error)
 	return kq;
 }
 
-/* Unlock kq and drop the reference kevent() holds, if any. */
+/*
+ * Unlock kq and drop the reference kevent() holds, if any; then give back
+ * an asynchronous cancellation type a wait left deferred.
+ */
 void
 kq_leave(struct kqueue *kq, int held)
 {
@@ -1163,6 +1164,8 @@ kq_leave(struct kqueue *kq, int held)
 	KQ_UNLOCK(kq);
 	if (held)
 		kq_release(kq);
+	if (__builtin_expect(kq_async_owed, 0))
+		kq_async_restore();
 }
 
 KQ_EXPORT int
@@ -1236,8 +1239,6 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 	}
 	n = kq_scan(kq, eventlist, nevents, timeout, &held, nchanges == 0);
 	kq_leave(kq, held);
-	if (__builtin_expect(kq_async_owed, 0))
-		kq_async_restore();
 	if (n < 0) {
 		errno = -n;
 		return -1;

@@ -541,13 +541,6 @@ knote_fdchain(struct kqueue *kq, int fd)
 int		 kq_register(struct kqueue *, struct kevent *);
 struct kqueue	*kq_enter(int kqfd, int *held, int *error);
 void		 kq_leave(struct kqueue *kq, int held);
-/*
- * Set when a cancellable wait found its caller asynchronously cancellable
- * and left it deferred: kevent() and port_get()/port_getn() restore that
- * as they return, holding nothing (kevent.c).
- */
-extern _Thread_local int kq_async_owed __attribute__((tls_model("initial-exec")));
-void		 kq_async_restore(void);
 int		 kq_port_scan(struct kqueue *, struct kevent *out, int nevents,
 		    const struct timespec *tsp, int *held, int cancel);
 int		 kq_owned(struct kqueue *);

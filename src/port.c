@@ -1109,8 +1109,6 @@ port_getn(int port, port_event_t list[], uint_t max, uint_t *nget,
 		max = PORT_MAX_LIST;
 	error = port_collect(kq, list, max, want, timeout, &held, &got);
 	kq_leave(kq, held);
-	if (kq_async_owed)
-		kq_async_restore();
 	*nget = got;
 	if (error != 0) {
 		errno = error;
@@ -1140,8 +1138,6 @@ port_get(int port, port_event_t *pe, struct timespec *timeout)
 			error = ETIME;	/* a zero timeout and nothing there */
 	}
 	kq_leave(kq, held);
-	if (kq_async_owed)
-		kq_async_restore();
 	if (error != 0) {
 		errno = error;
 		return -1;
