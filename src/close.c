@@ -156,7 +156,7 @@ close(int fd)
 	/* A cancellation point, as the C library's close() (not from a
 	   signal handler that interrupted one of kq's locks). */
 	if (!kq_in_lock())
-		pthread_testcancel();
+		kq_hot.testcancel();
 	kq_sockerr_forget(fd);
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
 	    !kq_fdwatched(fd), 1) || kq_in_lock())

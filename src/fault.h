@@ -49,12 +49,11 @@ kq_fault_null(void)
 /* expr creates a descriptor: -1 with EMFILE instead when the fault hits. */
 #define KQ_FDCALL(expr) \
 	(kq_fault_hit(KQ_FAULT_FD) ? (errno = EMFILE, -1) : (expr))
-/* At the top of a blocking wait: fail it with EINTR when the fault hits. */
+/* At the top of a blocking wait (which returns -errno): fail it with
+   EINTR when the fault hits. */
 #define KQ_FAULT_WAIT() do { \
-	if (kq_fault_hit(KQ_FAULT_EINTR)) { \
-		errno = EINTR; \
-		return -1; \
-	} \
+	if (kq_fault_hit(KQ_FAULT_EINTR)) \
+		return -EINTR; \
 } while (0)
 #else
 #define kq_malloc(n)		malloc(n)

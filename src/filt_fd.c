@@ -244,7 +244,10 @@ static int64_t
 listen_backlog(struct kqueue *kq, struct knote *kn, int *listener)
 {
 	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
+	/* Only the state and the queue length: the kernel copies no more,
+	   and the rest of ti stays untouched (cold stack lines). */
+	socklen_t len = offsetof(struct tcp_info, tcpi_unacked) +
+	    sizeof(ti.tcpi_unacked);
 	int fd = (int)kn->kn_ident, k = R_KIND(kn->kn_reg), on = 0, r;
 
 	*listener = 0;

@@ -258,9 +258,11 @@ kq_register(struct kqueue *kq, struct kevent *kev)
 static uint32_t
 kq_epoll_want(int filter)
 {
-	switch (filter) {
-	case EVFILT_READ:
+	/* READ first and apart: a switch would be a table, a cache line
+	   more for nearly every event. */
+	if (filter == EVFILT_READ)
 		return EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+	switch (filter) {
 	case EVFILT_WRITE:
 	case EVFILT_EMPTY:
 		return EPOLLOUT | EPOLLHUP | EPOLLERR;
@@ -634,11 +636,13 @@ kq_now_ns(void)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	kq_hot.clock_gettime(CLOCK_MONOTONIC, &t);
 	return ts_to_ns(&t);
 }
 
-static int have_pwait2 = 1;
+struct kq_hot kq_hot __attribute__((aligned(64))) = {
+	pthread_testcancel, pthread_setcanceltype, clock_gettime, 1
+};
 
 /*
  * The frames a cancellation abandons: it acts in glibc's signal handler,
@@ -661,7 +665,8 @@ static int have_pwait2 = 1;
 /*
  * epoll_wait with a nanosecond timeout (-1: forever), straight to the
  * kernel: never a cancellation point by itself (kq_wait_cancellable makes
- * one).
+ * one).  Returns the count or -errno; errno is left alone (it is one more
+ * cold line and a call into the C library per wait).
  */
 static KQ_CANCEL_FRAME int
 kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
@@ -675,8 +680,7 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 		goto out;
 	}
 #ifdef SYS_epoll_pwait2
-	if (atomic_load_explicit((_Atomic int *)&have_pwait2,
-	    memory_order_relaxed)) {
+	if (atomic_load_explicit(&kq_hot.have_pwait2, memory_order_relaxed)) {
 		struct timespec ts = { tmo_ns / 1000000000,
 		    tmo_ns % 1000000000 };
 
@@ -684,7 +688,7 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 		    tmo_ns < 0 ? 0 : (long)&ts, 0, 8);
 		if (r != -ENOSYS)
 			goto out;
-		atomic_store_explicit((_Atomic int *)&have_pwait2, 0,
+		atomic_store_explicit(&kq_hot.have_pwait2, 0,
 		    memory_order_relaxed);
 	}
 #endif
@@ -692,7 +696,7 @@ kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 	    tmo_ns / 1000000 >= INT_MAX ? INT_MAX :
 	    (long)((tmo_ns + 999999) / 1000000), 0, 8);
 out:
-	return (int)kq_nc_ret(r);
+	return (int)r;
 }
 
 /*
@@ -715,9 +719,6 @@ out:
  */
 #define KQ_CWAIT	8		/* events per cancellable wait */
 
-/* Set when a cancellable wait found its caller asynchronously cancellable
-   and left it deferred: kq_leave gives it back, holding nothing. */
-static _Thread_local int kq_async_owed __attribute__((tls_model("initial-exec")));
 #define KQ_EV_UNSET	UINT64_MAX	/* no epoll key: not written */
 
 struct kq_waiter {
@@ -753,29 +754,28 @@ kq_wait_cancelled(void *arg)
 	}
 }
 
-/* kq_epoll_wait() on kq's set, kq_lock not held, *held set. */
+/* kq_epoll_wait() on kq's set, kq_lock not held, *held set: the count or
+   -errno. */
 static __attribute__((noinline)) KQ_CANCEL_FRAME int
 kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
     int n, int64_t tmo_ns, uint32_t seq)
 {
 	struct kq_waiter w = { kq, held, ev, n, seq };
-	int i, r, e, type;
+	int i, r, type;
 
 	for (i = 0; i < n; i++)
 		ev[i].data.u64 = KQ_EV_UNSET;
 	pthread_cleanup_push(kq_wait_cancelled, &w);
-	(void)pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
 	r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns);
-	e = errno;
 	/* Deferred (acts on nothing) before the cleanup goes: a caller that
 	   was asynchronously cancellable (a signal handler that interrupted
 	   another wait) gets that back as kevent() returns, with no
 	   reference held (kq_async_restore). */
-	(void)pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &i);
+	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_DEFERRED, &i);
 	pthread_cleanup_pop(0);
 	if (type == PTHREAD_CANCEL_ASYNCHRONOUS)
-		kq_async_owed = 1;
-	errno = e;
+		kq_tls.async_owed = 1;
 	return r;
 }
 
@@ -785,8 +785,8 @@ kq_async_restore(void)
 {
 	int t;
 
-	kq_async_owed = 0;
-	(void)pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &t);
+	kq_tls.async_owed = 0;
+	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &t);
 }
 
 /*
@@ -826,12 +826,13 @@ kq_syserr(struct kqueue *kq, int e, int *held)
  * One collection round, kq_lock held throughout (no sleeping): the active
  * list, the epoll set without blocking, then the active list again for
  * what the set queued there.  Returns the kevents written to out, or
- * -errno when none were and the set could not be read.
+ * -errno when none were and the set could not be read.  Not inlined: its
+ * large batch is on the stack only while it runs (see kq_scan's).
  */
-static inline __attribute__((always_inline)) int
-kq_collect(struct kqueue *kq, struct epoll_event *ev, struct kevent *out,
-    int nevents)
+static __attribute__((noinline)) int
+kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 {
+	struct epoll_event ev[KQ_EPBATCH];
 	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
 	struct kq_quiet quiet = { 0, { 0 } };
 
@@ -956,10 +957,9 @@ static inline __attribute__((always_inline)) int
 kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
     const struct timespec *tsp, int *held, int cancel)
 {
-	struct epoll_event ev[KQ_EPBATCH];
-	int nread[KQ_EPBATCH];
 	int64_t deadline = -1, tmo;
 	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0, fast;
+	int batch;
 	struct kq_quiet quiet;
 	uint32_t seq;
 	uint64_t runs;
@@ -968,6 +968,21 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		infinite = 1;
 	else if (tsp->tv_sec == 0 && tsp->tv_nsec == 0)
 		zero = 1;
+	/*
+	 * The waits' batch, on the stack for this call only: a cancellable
+	 * wait takes KQ_CWAIT events (a full one tops up), any other as many
+	 * as fit, up to KQ_EPBATCH.  A frame no larger than the call needs
+	 * keeps the callees on stack lines the application uses too: after a
+	 * sleep each other line is a cache miss (docs/HTTPD.md).
+	 */
+	batch = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
+	if (cancel && !zero && batch > KQ_CWAIT)
+		batch = KQ_CWAIT;
+	if (batch < 1)
+		batch = 1;
+	struct epoll_event ev[batch];	/* 1..KQ_EPBATCH */
+	int nread[batch];
+
 	kq->kq_scanid++;
 	/*
 	 * With the active list empty (and no rebuild or EMPTY re-check due),
@@ -990,7 +1005,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			}
 			goto wait;
 		}
-		n = kq_collect(kq, ev, out, nevents);
+		n = kq_collect(kq, out, nevents);
 		if (n < 0) {
 			n = kq_syserr(kq, -n, held);
 			break;
@@ -1007,7 +1022,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			}
 			if (e == 0 && n < nevents && !rebuilt++) {
 				/* The new set may hold what the zombie hid. */
-				r = kq_collect(kq, ev, out + n, nevents - n);
+				r = kq_collect(kq, out + n, nevents - n);
 				if (r > 0)
 					n += r;
 			}
@@ -1041,14 +1056,16 @@ wait:
 		/* Nothing delivered yet, so no KN_DELIVERED mark survives
 		   the unlock (see the top of this file). */
 		KQ_UNLOCK(kq);
-		want = nevents < KQ_EPBATCH ? nevents : KQ_EPBATCH;
+		want = nevents < batch ? nevents : batch;
 		if (tmo != 0 && cancel) {
 			if (want > KQ_CWAIT)
 				want = KQ_CWAIT;	/* (a full one tops up) */
 			r = kq_wait_cancellable(kq, held, ev, want, tmo, seq);
 		} else
 			r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
-		e = errno;
+		e = r < 0 ? -r : 0;
+		if (r < 0)
+			r = -1;
 		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)
 			nread[i] = kq->kq_port ? INT_MIN :
@@ -1076,7 +1093,7 @@ wait:
 		if (n > 0) {
 			/* A full batch: more may be ready; top up. */
 			if (n < nevents && (r == want || kq->kq_count > 0)) {
-				r = kq_collect(kq, ev, out + n, nevents - n);
+				r = kq_collect(kq, out + n, nevents - n);
 				if (r > 0)
 					n += r;
 			}
@@ -1164,7 +1181,7 @@ kq_leave(struct kqueue *kq, int held)
 	KQ_UNLOCK(kq);
 	if (held)
 		kq_release(kq);
-	if (__builtin_expect(kq_async_owed, 0))
+	if (__builtin_expect(kq_tls.async_owed, 0))
 		kq_async_restore();
 }
 
@@ -1182,7 +1199,7 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 	 * else in libkq is one but close() (ksys.h, kq_nc_*).
 	 */
 	if (nevents != 0)
-		pthread_testcancel();
+		kq_hot.testcancel();
 	if (nchanges < 0 || nevents < 0 ||
 	    (nchanges > 0 && changelist == NULL) ||
 	    (nevents > 0 && eventlist == NULL)) {

@@ -184,8 +184,9 @@ struct filterops {
 				   it lets go) */
 
 /*
- * A registration.  48 bytes: with the 8-byte kq_fdtab slot and the
- * 4-byte kq_fdseq stamp a watched descriptor costs 60 bytes.  Filters that need more state allocate a
+ * A registration.  48 bytes, cached one a cache line (knote.c): with the
+ * 8-byte kq_fdtab slot and the 4-byte kq_fdseq stamp a watched descriptor
+ * costs 76 bytes.  Filters that need more state allocate a
  * larger object that starts with a struct knote (f_size); those whose
  * input data needs 64 bits (EVFILT_TIMER, EVFILT_USER) keep it there.
  */
@@ -302,7 +303,7 @@ struct kqueue {
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;
-	struct knote	*kq_freekn;	/* cache of free 56-byte knotes */
+	struct knote	*kq_freekn;	/* cache of free base-size knotes */
 	void		*kq_slabs;	/* blocks the cache was carved from */
 	struct kqsrc	 kq_src[KQ_NSRC];
 	uint64_t	*kq_intfd;	/* bitmap by number of the kqueue's own
@@ -356,18 +357,49 @@ kq_mutex_unlock(_Atomic int *m)
 }
 
 /*
- * kq_tls_locks counts the locks (kq_lock, reg_lock) the calling thread holds
- * or is taking.  close.c, called from a signal handler that interrupted the
- * thread there, sees it non-zero and does not wait for a lock the thread
- * itself may hold (kq_in_lock).  Raised before the lock is tried, lowered
- * after it is let go, with compiler barriers against the handler.
+ * The per-thread state every kevent() and close() reads, in one cache line
+ * behind one initial-exec TLS slot (each variable of its own would be a
+ * GOT entry and a line more to miss on a thread that slept):
+ *   locks	counts the locks (kq_lock, reg_lock) the thread holds or is
+ *		taking.  close.c, called from a signal handler that
+ *		interrupted the thread there, sees it non-zero and does not
+ *		wait for a lock the thread itself may hold (kq_in_lock).
+ *		Raised before the lock is tried, lowered after it is let go,
+ *		with compiler barriers against the handler.
+ *   async_owed	kevent.c: a cancellable wait found its caller asynchronously
+ *		cancellable and left it deferred; kq_leave gives it back.
+ *   sig_quiet, sig_runs  sigshim.c: deliveries kq's handler absorbed, and
+ *		deliveries that ran an application handler (kq_sig_app_runs).
+ * Only the thread itself and its signal handlers touch it.
  */
-extern _Thread_local int kq_tls_locks __attribute__((tls_model("initial-exec")));
+struct kq_tls {
+	int		locks;
+	int		async_owed;
+	unsigned	sig_quiet;
+	unsigned	sig_runs;
+} __attribute__((aligned(16)));
+extern _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
+
+/*
+ * The C library functions on the path of every blocking kevent(), and the
+ * wait's one flag, in one cache line (kevent.c).  Called through their GOT
+ * entries they would be three or four lines wherever the linker put them,
+ * each a miss on a server woken from sleep (docs/HTTPD.md).  Set at load
+ * by relocation, as the GOT is; have_pwait2 is cleared once if the kernel
+ * lacks epoll_pwait2.
+ */
+struct kq_hot {
+	void		(*testcancel)(void);
+	int		(*setcanceltype)(int, int *);
+	int		(*clock_gettime)(clockid_t, struct timespec *);
+	_Atomic int	have_pwait2;
+};
+extern struct kq_hot kq_hot;
 
 static inline void
 kq_tls_enter(void)
 {
-	kq_tls_locks++;
+	kq_tls.locks++;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -375,14 +407,14 @@ static inline void
 kq_tls_leave(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	kq_tls_locks--;
+	kq_tls.locks--;
 }
 
 /* Is the calling thread inside (or taking) one of libkq's locks? */
 static inline int
 kq_in_lock(void)
 {
-	return kq_tls_locks != 0;
+	return kq_tls.locks != 0;
 }
 
 #define KQ_LOCK(kq)	do {						\
@@ -575,10 +607,18 @@ int64_t		 kq_absorb(struct kqueue *);
 
 /* filter.c: the filter table; NULL for a filter kq does not provide */
 extern const struct filterops *const kq_sysfilt_ops[KQ_FILTCOUNT];
+extern const struct filterops fd_read_filtops;	/* filt_fd.c */
+extern const struct filterops fd_write_filtops;
 
+/* The operations of filter, or NULL.  READ and WRITE, nearly every call's,
+   without a load from the table (one cache line less to miss). */
 static inline const struct filterops *
 filter_lookup(int filter)
 {
+	if (filter == EVFILT_READ)
+		return &fd_read_filtops;
+	if (filter == EVFILT_WRITE)
+		return &fd_write_filtops;
 	if (filter >= 0 || filter < -KQ_FILTCOUNT)
 		return NULL;
 	return kq_sysfilt_ops[~filter];
@@ -590,9 +630,7 @@ void		 fdreg_kind(struct kqueue *, int fd, int kind);
 int		 fdreg_readd_all(struct kqueue *, int epfd);
 void		 fdreg_verify(struct kqueue *, int fd);
 
-/* filt_fd.c */
-extern const struct filterops fd_read_filtops;
-extern const struct filterops fd_write_filtops;
+/* filt_fd.c (and fd_read_filtops, fd_write_filtops above) */
 extern const struct filterops fd_empty_filtops;
 
 

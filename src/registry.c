@@ -206,7 +206,7 @@ kq_fdwatch_add(int fd, int delta)
 /* Every live kqueue object (created, not yet destroyed), under reg_lock. */
 static struct kqueue *kq_all;
 
-_Thread_local int kq_tls_locks __attribute__((tls_model("initial-exec")));
+_Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
 
 /*
  * A fork() made from a signal handler may nest in another fork's handlers

@@ -74,20 +74,8 @@ _Atomic uint64_t	kq_sig_gen[KQ_NSIG];
 static pthread_mutex_t	sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int	sig_evfd = -1;
 
-/*
- * Per thread: deliveries kq's handler absorbed (the application ignores
- * them) in the low half, deliveries that ran an application handler in
- * the high half.
- */
-static __thread unsigned kq_sig_quiet __attribute__((tls_model("initial-exec")));
-static __thread unsigned kq_sig_runs __attribute__((tls_model("initial-exec")));
-
-uint64_t
-kq_sig_app_runs(void)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	return ((uint64_t)kq_sig_runs << 32) | kq_sig_quiet;
-}
+/* The thread's deliveries (kq_tls.sig_quiet, kq_tls.sig_runs) are read by
+   kq_sig_app_runs (sigshim.h). */
 
 int
 kq_sig_eintr_absorbed(uint64_t before)
@@ -247,15 +235,15 @@ kq_sig_handler(int signo, siginfo_t *si, void *uc)
 	h = atomic_load(&sig_tab[signo].app_handler);
 	flags = atomic_load(&sig_tab[signo].app_flags);
 	if (h == (uintptr_t)SIG_IGN) {
-		kq_sig_quiet++;		/* ignored: nothing more */
+		kq_tls.sig_quiet++;		/* ignored: nothing more */
 	} else if (h == (uintptr_t)SIG_DFL) {
-		kq_sig_quiet++;
+		kq_tls.sig_quiet++;
 		if (sig_default_stops(signo))
 			raise(SIGSTOP);
 		else if (!sig_default_ignores(signo))
 			sig_default_action(signo);
 	} else {
-		kq_sig_runs++;
+		kq_tls.sig_runs++;
 		if (flags & SA_RESETHAND) {
 			atomic_store(&sig_tab[signo].app_handler,
 			    (uintptr_t)SIG_DFL);

@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "kq_int.h"
+
 #define KQ_NSIG		65	/* signals 1..64 */
 
 /* Deliveries of each signal since the process started (never reset). */
@@ -19,8 +21,20 @@ int		kq_sig_watch(int signo);
 void		kq_sig_unwatch(int signo);
 int		kq_sig_evfd_dup(int *fd);
 int		kq_sig_evfd_peek(void);
-uint64_t	kq_sig_app_runs(void);
 int		kq_sig_eintr_absorbed(uint64_t before);
 void		kq_sig_atfork_child(void);
+
+/*
+ * The calling thread's signal deliveries so far: those kq's handler
+ * absorbed (the application ignores them) in the low half, those that ran
+ * an application handler in the high half.  Compared around a wait by
+ * kq_sig_eintr_absorbed.
+ */
+static inline uint64_t
+kq_sig_app_runs(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	return ((uint64_t)kq_tls.sig_runs << 32) | kq_tls.sig_quiet;
+}
 
 #endif
