@@ -416,6 +416,27 @@ kq_prefetch_nread(const struct epoll_event *e)
 }
 
 /*
+ * kq_prefetch_nread for an event fetched under kq_lock, if its descriptor
+ * has a READ knote this call can still deliver; INT_MIN otherwise (no
+ * system call for a knote that will not use it).
+ */
+static int
+kq_collect_nread(struct kqueue *kq, const struct epoll_event *e)
+{
+	struct knote *kn;
+
+	if (kq->kq_port || (e->data.u64 & KQ_SRCKEY))
+		return INT_MIN;
+	for (kn = knote_fdchain(kq, (int)e->data.u64); kn != NULL;
+	    kn = kn->kn_link)
+		if (kn->kn_filter == EVFILT_READ)
+			return (kn->kn_status & (KN_DISABLED | KN_QUEUED |
+			    KN_DROPPED | KN_DELIVERED)) ? INT_MIN :
+			    kq_prefetch_nread(e);
+	return INT_MIN;
+}
+
+/*
  * Descriptors whose fresh events of a level-triggered registration gave no
  * kevent in one round of translations, each once, at most KQ_NQUIET (more
  * are verified in a later round: each round drops some).  See
@@ -833,6 +854,7 @@ static __attribute__((noinline)) int
 kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 {
 	struct epoll_event ev[KQ_EPBATCH];
+	int nread[KQ_EPBATCH];
 	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
 	struct kq_quiet quiet = { 0, { 0 } };
 
@@ -878,6 +900,10 @@ kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 				break;
 			return r;
 		}
+		/* READ's byte counts in one run of system calls, as after a
+		   wait: interleaved with the translations each costs more. */
+		for (i = 0; i < r; i++)
+			nread[i] = kq_collect_nread(kq, &ev[i]);
 		before = n;
 		queued = kq->kq_count;
 		for (i = used = 0; i < r; i++) {
@@ -893,7 +919,7 @@ kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 				    (R_REG | R_ET | R_ONESHOT)) == R_REG;
 			}
 			n += kq_translate(kq, &ev[i], out + n, nevents - n, 0,
-			    INT_MIN, &quiet);
+			    nread[i], &quiet);
 			if (!again ||
 			    knote_fdchain(kq, (int)ev[i].data.u64) != chain)
 				used++;
