@@ -1,0 +1,131 @@
+/*
+ * altclient.c -- the pinned A/B's client (bench/cold/ab.sh, lines.sh).
+ *
+ *   altclient ROUNDS GAP_US PORT PID [PORT PID ...]
+ *
+ * Each round sends one HTTP/1.0 request to each server in turn (a new
+ * connection each, read until the server closes), sleeping GAP_US before
+ * each, so every request wakes a server that slept.  The order rotates
+ * every round, so no server always follows the same one.  At the end, per
+ * server: the median, 10th and 90th percentile reply time, and the
+ * server's CPU time per request from /proc/PID/schedstat (every thread).
+ * Exits non-zero if a request fails.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXSRV	8
+
+static double
+now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* The process's CPU time in ns (the first field of schedstat). */
+static long long
+cpu_ns(int pid)
+{
+	char path[64];
+	long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%lld", &ns) != 1)
+			ns = 0;
+		fclose(f);
+	}
+	return ns;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One request to 127.0.0.1:port; its reply time in us, or -1. */
+static double
+request(int port)
+{
+	static const char req[] = "GET /index.html HTTP/1.0\r\n\r\n";
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char buf[4096];
+	double t0 = now_us();
+	ssize_t r;
+	int fd;
+
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+	    write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1) {
+		close(fd);
+		return -1;
+	}
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		;
+	close(fd);
+	return r < 0 ? -1 : now_us() - t0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int rounds, gap, ns, port[MAXSRV], pid[MAXSRV], i, k;
+	long long c0[MAXSRV];
+	double *lat[MAXSRV];
+
+	if (argc < 5 || (argc - 3) % 2 != 0 || (argc - 3) / 2 > MAXSRV) {
+		fprintf(stderr, "usage: altclient ROUNDS GAP_US PORT PID "
+		    "[PORT PID ...]\n");
+		return 2;
+	}
+	rounds = atoi(argv[1]);
+	gap = atoi(argv[2]);
+	ns = (argc - 3) / 2;
+	if (rounds < 1)
+		return 2;
+	for (k = 0; k < ns; k++) {
+		port[k] = atoi(argv[3 + 2 * k]);
+		pid[k] = atoi(argv[4 + 2 * k]);
+		if ((lat[k] = malloc(sizeof(double) * (size_t)rounds)) == NULL)
+			return 1;
+		c0[k] = cpu_ns(pid[k]);
+	}
+	for (i = 0; i < rounds; i++)
+		for (k = 0; k < ns; k++) {
+			int s = (i + k) % ns;
+
+			usleep((useconds_t)gap);
+			if ((lat[s][i] = request(port[s])) < 0) {
+				fprintf(stderr, "altclient: request to port "
+				    "%d failed\n", port[s]);
+				return 1;
+			}
+		}
+	for (k = 0; k < ns; k++) {
+		long long c1 = cpu_ns(pid[k]);
+
+		qsort(lat[k], (size_t)rounds, sizeof(double), cmp_double);
+		printf("port %d: median %.1f us p10 %.1f p90 %.1f cpu/req "
+		    "%.2f us\n", port[k], lat[k][rounds / 2],
+		    lat[k][rounds / 10], lat[k][rounds * 9 / 10],
+		    (double)(c1 - c0[k]) / 1e3 / rounds);
+	}
+	return 0;
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""bench/cold/lines.py TRACE MAPS BINARY SYMBOL NAME -- see lines.sh.
+
+Reads a valgrind lackey --trace-mem=yes log; a window starts at each
+execution of SYMBOL's first instruction in BINARY (whose load address
+comes from MAPS, the process's /proc/PID/maps).  Per window: the distinct
+64-byte lines loaded or stored (data) and fetched (code)."""
+import collections
+import subprocess
+import sys
+
+trace, mapsf, binary, symbol, name = sys.argv[1:6]
+maps = []
+for line in open(mapsf):
+    p = line.split()
+    lo, hi = (int(x, 16) for x in p[0].split('-'))
+    maps.append((lo, hi, (p[5].split('/')[-1] if len(p) > 5 else '[anon]')
+                 + ' ' + p[1], int(p[2], 16), p[5] if len(p) > 5 else ''))
+base = min(lo - off for lo, hi, n, off, path in maps if path.endswith(binary.split('/')[-1]))
+nm = subprocess.run(['nm', binary], capture_output=True, text=True).stdout
+sym = [int(l.split()[0], 16) for l in nm.splitlines() if l.split()[-1] == symbol]
+if not sym:
+    sys.exit('lines.py: no symbol %s in %s' % (symbol, binary))
+bound = base + sym[0]
+
+
+def region(addr):
+    for lo, hi, n, off, path in maps:
+        if lo <= addr < hi:
+            return n
+    return '?'
+
+
+wins = []
+data = code = None
+for line in open(trace):
+    if line[0] == '=':
+        continue
+    kind = line[:2].strip()
+    try:
+        addr = int(line[3:].split(',')[0], 16)
+    except ValueError:
+        continue
+    if kind == 'I':
+        if addr == bound:
+            data, code = set(), set()
+            wins.append((data, code))
+        if code is not None:
+            code.add(addr >> 6)
+    elif data is not None:
+        data.add(addr >> 6)
+wins = wins[5:-2]    # warm-up, and the last one cut by the kill
+if not wins:
+    sys.exit('lines.py: no complete request in the trace')
+dc = collections.Counter(len(d) for d, c in wins)
+cc = collections.Counter(len(c) for d, c in wins)
+print('%s: %d requests' % (name, len(wins)))
+print('  data lines (lines: requests):', ', '.join('%d: %d' % kv for kv in sorted(dc.items())))
+print('  code lines (lines: requests):', ', '.join('%d: %d' % kv for kv in sorted(cc.items())))
+d, c = min(wins, key=lambda w: len(w[0]))
+print('  a request with the fewest data lines, data by mapping:',
+      dict(collections.Counter(region(l << 6) for l in d).most_common()))
+print('  its code by mapping:', dict(collections.Counter(region(l << 6) for l in c).most_common()))
