@@ -10,6 +10,7 @@
 # on CPU 0; each run sends ROUNDS (3000) requests to each server in turn,
 # 2 ms apart.  Prints per run the CPU per request of each server and the
 # ratios A/epoll, B/epoll and B/A, then their medians.
+# shellcheck source=bench/cold/common.sh
 . "$(dirname "$0")/common.sh"
 A=$(cd "$1" && pwd); B=$(cd "$2" && pwd); runs=${3:-6}; rounds=${4:-3000}
 conf epoll 2114 linux-sysepoll; conf a 2106 kqueue; conf b 2606 kqueue
@@ -19,8 +20,11 @@ LD_LIBRARY_PATH=$A $pin_s "$LIGHTTPD" -D -f "$work/epoll.conf" 2>/dev/null & pe=
 LD_LIBRARY_PATH=$A $pin_s "$LIGHTTPD" -D -f "$work/a.conf" 2>/dev/null & pa=$!
 LD_LIBRARY_PATH=$B $pin_s "$LIGHTTPD" -D -f "$work/b.conf" 2>/dev/null & pb=$!
 wait_port 2114; wait_port 2106; wait_port 2606
-grep -q "$A/libkq.so" /proc/$pa/maps && grep -q "$B/libkq.so" /proc/$pb/maps ||
-	{ echo "$0: a server did not load the libkq it was given" >&2; exit 1; }
+if ! grep -q "$A/libkq.so" /proc/$pa/maps ||
+    ! grep -q "$B/libkq.so" /proc/$pb/maps; then
+	echo "$0: a server did not load the libkq it was given" >&2
+	exit 1
+fi
 printf '%-4s %10s %10s %10s %8s %8s %8s\n' run epoll_us A_us B_us A/ep B/ep B/A
 for r in $(seq 1 "$runs"); do
 	$pin_c "$work/altclient" "$rounds" 2000 2114 $pe 2106 $pa 2606 $pb |

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/cold/common.sh -- sourced by ab.sh and lines.sh: the lighttpd
 # binary, a scratch directory with a static file, and one configuration
 # per server.

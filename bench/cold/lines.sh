@@ -10,6 +10,7 @@
 # listener's event) to the next.  Prints, per handler, how many requests
 # touched how many distinct 64-byte data lines and code lines (counts:
 # requests), and by mapping for a typical request.
+# shellcheck source=bench/cold/common.sh
 . "$(dirname "$0")/common.sh"
 L=$(cd "$1" && pwd); rounds=${2:-40}
 command -v valgrind >/dev/null || { echo "$0: valgrind is missing" >&2; exit 1; }
