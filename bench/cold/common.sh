@@ -32,8 +32,8 @@ C
 
 # wait_port PORT: until something listens there (10 s at most)
 wait_port() {
-	local i
-	for i in $(seq 1 100); do
+	local _
+	for _ in $(seq 1 100); do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
 			return 0
 		fi
