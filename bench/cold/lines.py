@@ -4,7 +4,8 @@
 Reads a valgrind lackey --trace-mem=yes log; a window starts at each
 execution of SYMBOL's first instruction in BINARY (whose load address
 comes from MAPS, the process's /proc/PID/maps).  Per window: the distinct
-64-byte lines loaded or stored (data) and fetched (code)."""
+64-byte lines loaded or stored (data) and fetched (code), and the distinct
+4 KiB pages of either."""
 import collections
 import subprocess
 import sys
@@ -54,9 +55,11 @@ if not wins:
     sys.exit('lines.py: no complete request in the trace')
 dc = collections.Counter(len(d) for d, c in wins)
 cc = collections.Counter(len(c) for d, c in wins)
+pc = collections.Counter(len({l >> 6 for l in d} | {l >> 6 for l in c}) for d, c in wins)
 print('%s: %d requests' % (name, len(wins)))
 print('  data lines (lines: requests):', ', '.join('%d: %d' % kv for kv in sorted(dc.items())))
 print('  code lines (lines: requests):', ', '.join('%d: %d' % kv for kv in sorted(cc.items())))
+print('  4 KiB pages, data and code (pages: requests):', ', '.join('%d: %d' % kv for kv in sorted(pc.items())))
 d, c = min(wins, key=lambda w: len(w[0]))
 print('  a request with the fewest data lines, data by mapping:',
       dict(collections.Counter(region(l << 6) for l in d).most_common()))
