@@ -26,9 +26,10 @@
  * the entries present when the pass starts; the epoll set is fetched again
  * only while a fetch filled its batch and made progress (a knote delivered
  * or queued: at most once each per call, or a batch of internal sources
- * only), and never more than nevents / KQ_EPBATCH + 2 + KQ_NSRC times per
- * round; blocking waits are bounded by
- * the deadline, which is checked after each of them.
+ * only), and never more than (nevents + registrations) / batch + 2 +
+ * KQ_NSRC times per round (batch: at least KQ_MINBATCH events a fetch);
+ * blocking waits are bounded by the deadline, which is checked after each
+ * of them.
  *
  * kq_lock is held throughout except around an epoll_wait() that may block,
  * and around the first one of a call that finds the active list empty (the
@@ -54,6 +55,7 @@
 #include "sigshim.h"
 
 #define KQ_EPBATCH	512	/* epoll events fetched per epoll_wait */
+#define KQ_MINBATCH	32	/* the least a collection round fetches at once */
 #define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
 
 /*
@@ -847,14 +849,14 @@ kq_syserr(struct kqueue *kq, int e, int *held)
  * One collection round, kq_lock held throughout (no sleeping): the active
  * list, the epoll set without blocking, then the active list again for
  * what the set queued there.  Returns the kevents written to out, or
- * -errno when none were and the set could not be read.  Not inlined: its
- * large batch is on the stack only while it runs (see kq_scan's).
+ * -errno when none were and the set could not be read.  ev and nread hold
+ * cap (>= KQ_MINBATCH) entries: the caller's batch (kq_scan), or
+ * kq_collect's own.
  */
 static __attribute__((noinline)) int
-kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
+kq_collect_in(struct kqueue *kq, struct kevent *out, int nevents,
+    struct epoll_event *ev, int *nread, int cap)
 {
-	struct epoll_event ev[KQ_EPBATCH];
-	int nread[KQ_EPBATCH];
 	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
 	struct kq_quiet quiet = { 0, { 0 } };
 
@@ -881,7 +883,7 @@ kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 	}
 	/* At most this many registrations can be ready in the set at once. */
 	items = kq->kq_nfdchains + (int)kq->kq_nhashed + KQ_NSRC;
-	for (fetches = (nevents + items) / KQ_EPBATCH + 2 + KQ_NSRC;
+	for (fetches = (nevents + items) / cap + 2 + KQ_NSRC;
 	    n < nevents && fetches > 0; fetches--) {
 		/*
 		 * Normally as many as there is room for.  After a fetch that
@@ -890,8 +892,8 @@ kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 		 * in one larger batch: what does not fit is queued.
 		 */
 		want = seen > 0 ? items - seen : nevents - n;
-		if (want > KQ_EPBATCH)
-			want = KQ_EPBATCH;
+		if (want > cap)
+			want = cap;
 		if (want < 1)
 			want = 1;
 		r = ksys_epoll_poll(kq->kq_fd, ev, want);
@@ -946,6 +948,19 @@ kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 		n += kq_scan_active(kq, out + n, nevents - n);
 	KQ_ASSERT(n >= 0 && n <= nevents);
 	return n;
+}
+
+/*
+ * kq_collect_in with a batch of its own, for a caller without one large
+ * enough.  Not inlined: the batch is on the stack only while it runs.
+ */
+static __attribute__((noinline)) int
+kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
+{
+	struct epoll_event ev[KQ_EPBATCH];
+	int nread[KQ_EPBATCH];
+
+	return kq_collect_in(kq, out, nevents, ev, nread, KQ_EPBATCH);
 }
 
 /*
@@ -1008,6 +1023,13 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		batch = 1;
 	struct epoll_event ev[batch];	/* 1..KQ_EPBATCH */
 	int nread[batch];
+	/*
+	 * A collection round in this call fetches into the same batch when
+	 * it is large enough, so that a call never has two large batches on
+	 * the stack (at most about 8 KiB, for a thread with a small stack).
+	 */
+#define KQ_SCAN_COLLECT(o, m) (batch >= KQ_MINBATCH ?			\
+	kq_collect_in(kq, o, m, ev, nread, batch) : kq_collect(kq, o, m))
 
 	kq->kq_scanid++;
 	/*
@@ -1031,7 +1053,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			}
 			goto wait;
 		}
-		n = kq_collect(kq, out, nevents);
+		n = KQ_SCAN_COLLECT(out, nevents);
 		if (n < 0) {
 			n = kq_syserr(kq, -n, held);
 			break;
@@ -1048,7 +1070,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			}
 			if (e == 0 && n < nevents && !rebuilt++) {
 				/* The new set may hold what the zombie hid. */
-				r = kq_collect(kq, out + n, nevents - n);
+				r = KQ_SCAN_COLLECT(out + n, nevents - n);
 				if (r > 0)
 					n += r;
 			}
@@ -1119,7 +1141,7 @@ wait:
 		if (n > 0) {
 			/* A full batch: more may be ready; top up. */
 			if (n < nevents && (r == want || kq->kq_count > 0)) {
-				r = kq_collect(kq, out + n, nevents - n);
+				r = KQ_SCAN_COLLECT(out + n, nevents - n);
 				if (r > 0)
 					n += r;
 			}
@@ -1134,6 +1156,7 @@ wait:
 	if (n > 0)
 		kq_unmark(kq, out, n);
 	return n;
+#undef KQ_SCAN_COLLECT
 }
 
 /*

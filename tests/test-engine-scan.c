@@ -512,6 +512,93 @@ six_hundred_ready_sockets_returned_at_once_with_room_for_1700(void **state)
 	E_RUN(six_hundred_child, NULL, 20);
 }
 
+/*
+ * kevent() on a thread with the smallest stack the C library allows: 600
+ * ready registrations, room for 1 to 1700, with a zero timeout, with a
+ * timeout and no changes (a wait that is a cancellation point), and with
+ * a timeout and a change.  Each call returns min(600, room) distinct
+ * events.  FreeBSD's kevent() is a system call and uses next to no user
+ * stack; kq's collection must fit a thread made with PTHREAD_STACK_MIN
+ * (a regression once needed 22 KiB here).  Sanitizer builds, whose frames
+ * are several times larger, get four times the minimum.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SMALL_STACK_FACTOR	4
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SMALL_STACK_FACTOR	4
+#endif
+#endif
+#ifndef SMALL_STACK_FACTOR
+#define SMALL_STACK_FACTOR	1
+#endif
+
+static void *
+small_stack_thread(void *arg)
+{
+	static const int room[] = { 1, 2, 8, 9, 31, 32, 33, 64, 255, 511, 512,
+	    513, 599, 600, 601, 1024, 1700 };
+	static const struct timespec second = { 1, 0 };
+	struct busy_set *b = arg;
+	struct kevent change;
+	int i, k, call = 0;
+
+	EV_SET(&change, b->wfd[0], EVFILT_WRITE, EV_ADD, 0, 0, (void *)0);
+	for (i = 0; i < (int)(sizeof(room) / sizeof(room[0])); i++)
+		for (k = 0; k < 3; k++) {
+			int want = room[i] < 600 ? room[i] : 600, r, j;
+
+			call++;
+			r = kevent(b->kq, k == 2 ? &change : NULL, k == 2,
+			    b->ev, room[i], k == 0 ? &t_zero : &second);
+			E_CHECK(r == want, "room for %d, %s: %d events, "
+			    "expected %d (%s)", room[i], k == 0 ? "no wait" :
+			    k == 1 ? "a wait" : "a change and a wait", r, want,
+			    r < 0 ? strerror(errno) : "");
+			for (j = 0; j < r; j++) {
+				intptr_t x = (intptr_t)b->ev[j].udata;
+
+				E_CHECK(x >= 0 && x < b->n &&
+				    b->ev[j].filter == EVFILT_WRITE &&
+				    b->stamp[x] != call, "room for %d: entry "
+				    "%d unknown or twice", room[i], j);
+				b->stamp[x] = call;
+			}
+		}
+	return NULL;
+}
+
+static int
+small_stack_child(void *arg)
+{
+	struct busy_set b;
+	pthread_attr_t at;
+	pthread_t t;
+	long min = sysconf(_SC_THREAD_STACK_MIN);
+
+	(void)arg;
+	if (min < PTHREAD_STACK_MIN)
+		min = PTHREAD_STACK_MIN;
+	busy_open(&b, 600);
+	busy_register(&b, M_LEVEL);
+	E_CHECK(pthread_attr_init(&at) == 0, "pthread_attr_init");
+	E_CHECK(pthread_attr_setstacksize(&at, (size_t)min *
+	    SMALL_STACK_FACTOR) == 0, "pthread_attr_setstacksize");
+	E_CHECK(pthread_create(&t, &at, small_stack_thread, &b) == 0,
+	    "pthread_create");
+	E_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	pthread_attr_destroy(&at);
+	busy_close(&b);
+	return 0;
+}
+
+static void
+six_hundred_ready_returned_on_a_thread_with_the_smallest_stack(void **state)
+{
+	(void)state;
+	E_RUN(small_stack_child, NULL, 30);
+}
+
 static const int busy_ready[] = {
 	1, 2, 100, 255, 256, 257, 511, 512, 513, 600, 1023, 1024, 1025, 2000,
 	4000,
@@ -523,7 +610,7 @@ int
 main(void)
 {
 	static struct busy params[NBUSY];
-	struct CMUnitTest tests[8 + NBUSY];
+	struct CMUnitTest tests[9 + NBUSY];
 	int n = 0, i, m;
 
 	memset(tests, 0, sizeof(tests));
@@ -534,6 +621,7 @@ main(void)
 	ADD(edge_at_every_boundary_of_200000_polls_is_reported);
 	ADD(level_at_every_boundary_of_200000_polls_is_reported);
 	ADD(six_hundred_ready_sockets_returned_at_once_with_room_for_1700);
+	ADD(six_hundred_ready_returned_on_a_thread_with_the_smallest_stack);
 #undef ADD
 	for (m = 0; m < 3; m++)
 		for (i = 0; i < NBUSY / 3; i++) {
