@@ -56,6 +56,7 @@
 
 #define KQ_EPBATCH	512	/* epoll events fetched per epoll_wait */
 #define KQ_MINBATCH	32	/* the least a collection round fetches at once */
+#define KQ_OWNBATCH	256	/* a round's own batch: 4 KiB with its counts */
 #define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
 
 /*
@@ -952,15 +953,17 @@ kq_collect_in(struct kqueue *kq, struct kevent *out, int nevents,
 
 /*
  * kq_collect_in with a batch of its own, for a caller without one large
- * enough.  Not inlined: the batch is on the stack only while it runs.
+ * enough.  Not inlined: the batch is on the stack only while it runs.  Its
+ * 4 KiB, on top of a small wait's frame and a port_getn()'s, fit a thread
+ * with the minimum stack.
  */
 static __attribute__((noinline)) int
 kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 {
-	struct epoll_event ev[KQ_EPBATCH];
-	int nread[KQ_EPBATCH];
+	struct epoll_event ev[KQ_OWNBATCH];
+	int nread[KQ_OWNBATCH];
 
-	return kq_collect_in(kq, out, nevents, ev, nread, KQ_EPBATCH);
+	return kq_collect_in(kq, out, nevents, ev, nread, KQ_OWNBATCH);
 }
 
 /*

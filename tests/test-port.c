@@ -1553,6 +1553,112 @@ port_get_acts_on_cancellation_in_its_wait_and_at_its_entry(void **state)
 	}
 }
 
+/*
+ * port_getn() on a thread with the smallest stack the C library allows
+ * (four times that under sanitizers, whose frames are larger): 600
+ * readable pipes associated, a user event sent, room for 1 to 1000, no
+ * wait, a short wait and a long one.  Each call returns at least
+ * min(room, 600) events, no descriptor twice.  A port_getn() is a system
+ * call on illumos; kq's collection under it once overflowed such a
+ * stack.  Runs in a child: an overflow kills only it.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GETN_STACK_FACTOR	4
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GETN_STACK_FACTOR	4
+#endif
+#endif
+#ifndef GETN_STACK_FACTOR
+#define GETN_STACK_FACTOR	1
+#endif
+#define GETN_FDS	600
+
+struct getn_small {
+	int		 port;
+	int		 fd[GETN_FDS];
+	int		 bad;
+	port_event_t	 pe[1000];
+	unsigned char	 seen[65536];
+};
+
+static void *
+getn_small_thread(void *arg)
+{
+	static const int room[] = { 1, 2, 8, 9, 31, 32, 33, 64, 255, 256,
+	    257, 511, 512, 513, 600, 1000 };
+	struct getn_small *g = arg;
+	struct timespec tmo[3] = { { 0, 0 }, { 0, 1000000 }, { 1, 0 } };
+	int i, k, j;
+
+	for (i = 0; i < (int)(sizeof(room) / sizeof(room[0])); i++)
+		for (k = 0; k < 3; k++) {
+			uint_t nget = 1, want = room[i] < GETN_FDS ?
+			    (uint_t)room[i] : GETN_FDS;
+
+			for (j = 0; j < GETN_FDS; j++)
+				if (port_associate(g->port, PORT_SOURCE_FD,
+				    (uintptr_t)g->fd[j], POLLIN, NULL) != 0)
+					g->bad++;
+			if (port_send(g->port, 1, NULL) != 0)
+				g->bad++;
+			if (port_getn(g->port, g->pe, (uint_t)room[i], &nget,
+			    &tmo[k]) != 0 || nget < want ||
+			    nget > (uint_t)room[i])
+				g->bad++;
+			memset(g->seen, 0, sizeof(g->seen));
+			for (j = 0; j < (int)nget && j < room[i]; j++) {
+				if (g->pe[j].portev_source != PORT_SOURCE_FD)
+					continue;
+				if (g->pe[j].portev_object >= sizeof(g->seen) ||
+				    g->seen[g->pe[j].portev_object]++)
+					g->bad++;
+			}
+		}
+	return NULL;
+}
+
+static void
+getn_on_a_thread_with_the_smallest_stack_returns_every_event(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static struct getn_small g;
+		long min = sysconf(_SC_THREAD_STACK_MIN);
+		pthread_attr_t at;
+		pthread_t t;
+		int i, p[2];
+
+		if (min < PTHREAD_STACK_MIN)
+			min = PTHREAD_STACK_MIN;
+		if ((g.port = port_create()) < 0)
+			_exit(2);
+		for (i = 0; i < GETN_FDS; i++) {
+			if (pipe(p) != 0 || write(p[1], "x", 1) != 1)
+				_exit(3);
+			g.fd[i] = p[0];
+		}
+		if (pthread_attr_init(&at) != 0 ||
+		    pthread_attr_setstacksize(&at, (size_t)min *
+		    GETN_STACK_FACTOR) != 0 ||
+		    pthread_create(&t, &at, getn_small_thread, &g) != 0 ||
+		    pthread_join(t, NULL) != 0)
+			_exit(4);
+		_exit(g.bad == 0 ? 0 : 5);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		fail_msg("the small-stack thread died of signal %d",
+		    WTERMSIG(status));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int
 main(void)
 {
@@ -1613,6 +1719,7 @@ main(void)
 		T(fork_child_keeps_the_descriptors_its_own_fork_handler_opened),
 		T(failed_port_timer_create_leaves_no_timerfd_in_fork_children),
 		T(port_get_acts_on_cancellation_in_its_wait_and_at_its_entry),
+		T(getn_on_a_thread_with_the_smallest_stack_returns_every_event),
 	};
 
 	return t_run_group(tests, NULL, NULL);
