@@ -48,7 +48,8 @@
 #    the same replication paths under several backlog settings), cluster,
 #    modules and TLS (not built).
 #    A test that fails on kqueue but not on epoll has its unit run again on
-#    kqueue alone; it is reported FLAKY when it then passes.
+#    kqueue alone; it is reported FLAKY when it then passes, and counted as
+#    passed in the README's row.
 # 4. Measures redis-benchmark (the epoll build's, the same client for both
 #    servers) against each server in turn: PING_INLINE, PING_MBULK, SET,
 #    GET, 50 connections, 3 runs each, and writes
@@ -186,7 +187,7 @@ aborted=0
 if [ "$kq_rc" -ne 0 ] && [ "$(count "$res/kqueue-1.tsv" err)" -eq 0 ] && [ "$ep_rc" -eq 0 ]; then
 	aborted=1	# an exception or a timeout, not a failed assertion
 fi
-failed=0 flaky=""
+failed=0 flaky="" nflaky=0
 if [ -s "$res/kqueue-only.tsv" ] || [ $aborted -eq 1 ]; then
 	if [ $aborted -eq 1 ]; then
 		rerun=$units
@@ -199,6 +200,7 @@ if [ -s "$res/kqueue-only.tsv" ] || [ $aborted -eq 1 ]; then
 	while IFS=$'\t' read -r name unit; do
 		if awk -F'\t' -v n="$name" '$1 == "ok" && $2 == n { f = 1 } END { exit !f }' "$res/kqueue-2.tsv"; then
 			flaky="$flaky; $name"
+			nflaky=$((nflaky + 1))
 		else
 			failed=$((failed + 1))
 			say "FAILING ON KQUEUE ONLY: $name (tests/$unit.tcl)"
@@ -272,15 +274,18 @@ if [ "${REDIS_BENCH:-1}" != 0 ]; then
 	say "bench figures in $bench_tsv"
 fi
 
-# one row for the README's table (tools/compat-table.sh checks it there)
+# one row for the README's table (tools/compat-table.sh checks it there).  A
+# test that failed on kqueue only and passed when its unit ran again counts
+# as passed there, as it does in this script's verdict; the FLAKY line above
+# names it.
 printf '%s\t%s\t%s\t%s\n' "Redis $ver" "$nunits units of its Tcl suite, $ep_ok tests" \
-    "$kq_ok passed, $((kq_err)) failed" "$ep_ok passed, $ep_err failed" >"$work/redis-summary.tsv"
+    "$((kq_ok + nflaky)) passed, $((kq_err - nflaky)) failed" "$ep_ok passed, $ep_err failed" >"$work/redis-summary.tsv"
 say "took $(($(date +%s) - t_start)) s"
 if [ "$failed" -gt 0 ]; then
 	say "FAILED: $failed test(s) fail on kqueue over kq but not on epoll"
 else
 	say "PASSED: no test fails on kqueue over kq that passes on epoll"
 fi
-say "$kq_ok passed, $failed failed"
+say "$((kq_ok + nflaky)) passed, $failed failed"
 done_ok=1
 [ "$failed" -eq 0 ]
