@@ -1107,16 +1107,13 @@ wait:
 		/* Nothing delivered yet, so no KN_DELIVERED mark survives
 		   the unlock (see the top of this file). */
 		KQ_UNLOCK(kq);
-		want = nevents < batch ? nevents : batch;
+		want = batch;		/* (a full one tops up) */
 		if (tmo != 0 && cancel) {
-			if (want > KQ_CWAIT)
-				want = KQ_CWAIT;	/* (a full one tops up) */
+			KQ_ASSERT(want <= KQ_CWAIT);
 			r = kq_wait_cancellable(kq, held, ev, want, tmo, seq);
 		} else
 			r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
 		e = r < 0 ? -r : 0;
-		if (r < 0)
-			r = -1;
 		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)
 			nread[i] = kq->kq_port ? INT_MIN :
