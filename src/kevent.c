@@ -55,6 +55,8 @@
 #include "sigshim.h"
 
 #define KQ_EPBATCH	512	/* epoll events fetched per epoll_wait */
+#define KQ_ABSORBN	512	/* per kq_absorb, in the kqueue's buffer */
+#define KQ_ABSORBMIN	16	/* per kq_absorb without that buffer */
 #define KQ_MINBATCH	32	/* the least a collection round fetches at once */
 #define KQ_OWNBATCH	256	/* a round's own batch: 4 KiB with its counts */
 #define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
@@ -1337,14 +1339,28 @@ kq_port_scan(struct kqueue *kq, struct kevent *out, int nevents,
 int64_t
 kq_absorb(struct kqueue *kq)
 {
-	struct epoll_event ev[KQ_EPBATCH];
+	struct epoll_event small[KQ_ABSORBMIN], *ev = small;
 	struct knote *kn;
 	int64_t count = 0;
-	int r, i, fired;
+	int r, i, fired, n = KQ_ABSORBMIN;
 
 	if (kq->kq_dead)
 		return 0;
-	r = ksys_epoll_poll(kq->kq_fd, ev, KQ_EPBATCH);
+	/*
+	 * The batch is the kqueue's own, on the heap: an outer kqueue's scan
+	 * asks here (kq_pending) with its own batch on the stack, and a
+	 * thread's stack may be as small as PTHREAD_STACK_MIN.  Without
+	 * memory the count stops at KQ_ABSORBMIN ready descriptors (it is
+	 * an approximate count either way: see kq_pending).
+	 */
+	if (kq->kq_absorbev == NULL)
+		kq->kq_absorbev = kq_malloc(KQ_ABSORBN *
+		    sizeof(*kq->kq_absorbev));
+	if (kq->kq_absorbev != NULL) {
+		ev = kq->kq_absorbev;
+		n = KQ_ABSORBN;
+	}
+	r = ksys_epoll_poll(kq->kq_fd, ev, n);
 	for (i = 0; i < r; i++) {
 		if (ev[i].data.u64 & KQ_SRCKEY) {
 			kq_src_dispatch(kq, ev[i].data.u64, ev[i].events);

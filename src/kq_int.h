@@ -309,6 +309,12 @@ struct kqueue {
 	uint64_t	*kq_intfd;	/* bitmap by number of the kqueue's own
 					   descriptors (kq_intfd_claim) */
 	int		 kq_intfdwords;	/* 64-bit words in kq_intfd */
+	struct epoll_event *kq_absorbev; /* kq_absorb's batch, KQ_ABSORBN
+					   events, allocated at its first use
+					   (kq_lock; freed by kq_free_all):
+					   on the heap, because kq_absorb runs
+					   under another kqueue's collection,
+					   whose own batch is on the stack */
 	struct knote	*kq_alert;	/* a port in alert mode: while set,
 					   every collection reports this knote
 					   and nothing else (kq_collect); it

@@ -599,6 +599,99 @@ six_hundred_ready_returned_on_a_thread_with_the_smallest_stack(void **state)
 	E_RUN(small_stack_child, NULL, 30);
 }
 
+/*
+ * The same smallest stack, with the ready registrations one level down: an
+ * outer kqueue watches (EVFILT_READ) a kqueue with 100 ready
+ * registrations, and 500 ready ones of its own fill its batch.  Asking the
+ * inner kqueue for its count runs inside the outer collection, so the two
+ * must fit together (they needed 20 KiB once).  The inner kqueue's event
+ * carries data 100: the events pending on it.
+ */
+struct nested_set {
+	struct busy_set inner, outer;
+	int		 okq;
+};
+
+static void *
+nested_stack_thread(void *arg)
+{
+	static const int room[] = { 1, 2, 8, 32, 33, 64, 255, 501, 511, 512,
+	    513, 1024, 1700 };
+	static const struct timespec second = { 1, 0 };
+	struct nested_set *s = arg;
+	int i, k;
+
+	for (i = 0; i < (int)(sizeof(room) / sizeof(room[0])); i++)
+		for (k = 0; k < 2; k++) {
+			int want = room[i] < 501 ? room[i] : 501, r, j, seen = 0;
+
+			r = kevent(s->okq, NULL, 0, s->outer.ev, room[i],
+			    k == 0 ? &t_zero : &second);
+			E_CHECK(r == want, "room for %d, %s: %d events, "
+			    "expected %d (%s)", room[i], k == 0 ? "no wait" :
+			    "a wait", r, want, r < 0 ? strerror(errno) : "");
+			for (j = 0; j < r; j++) {
+				struct kevent *e = &s->outer.ev[j];
+
+				if (e->ident != (uintptr_t)s->inner.kq)
+					continue;
+				seen++;
+				E_CHECK(e->filter == EVFILT_READ &&
+				    e->data == 100 && !(e->flags & EV_ERROR),
+				    "room for %d: the inner kqueue's event "
+				    "has filter %d, data %lld, flags %#x",
+				    room[i], e->filter, (long long)e->data,
+				    e->flags);
+			}
+			E_CHECK(seen <= 1, "inner kqueue reported %d times",
+			    seen);
+			if (room[i] >= 501)
+				E_CHECK(seen == 1, "room for %d: no event of "
+				    "the inner kqueue", room[i]);
+		}
+	return NULL;
+}
+
+static int
+nested_stack_child(void *arg)
+{
+	struct nested_set s;
+	struct kevent ch;
+	pthread_attr_t at;
+	pthread_t t;
+	long min = sysconf(_SC_THREAD_STACK_MIN);
+
+	(void)arg;
+	if (min < PTHREAD_STACK_MIN)
+		min = PTHREAD_STACK_MIN;
+	busy_open(&s.inner, 100);
+	busy_register(&s.inner, M_LEVEL);
+	busy_open(&s.outer, 500);
+	busy_register(&s.outer, M_LEVEL);
+	s.okq = s.outer.kq;
+	EV_SET(&ch, s.inner.kq, EVFILT_READ, EV_ADD, 0, 0, (void *)0);
+	E_CHECK(kevent(s.okq, &ch, 1, NULL, 0, NULL) == 0,
+	    "watching the inner kqueue: %s", strerror(errno));
+	E_CHECK(pthread_attr_init(&at) == 0, "pthread_attr_init");
+	E_CHECK(pthread_attr_setstacksize(&at, (size_t)min *
+	    SMALL_STACK_FACTOR) == 0, "pthread_attr_setstacksize");
+	E_CHECK(pthread_create(&t, &at, nested_stack_thread, &s) == 0,
+	    "pthread_create");
+	E_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	pthread_attr_destroy(&at);
+	busy_close(&s.outer);
+	busy_close(&s.inner);
+	return 0;
+}
+
+static void
+ready_nested_kqueue_counted_on_a_thread_with_the_smallest_stack(
+    void **state)
+{
+	(void)state;
+	E_RUN(nested_stack_child, NULL, 30);
+}
+
 static const int busy_ready[] = {
 	1, 2, 100, 255, 256, 257, 511, 512, 513, 600, 1023, 1024, 1025, 2000,
 	4000,
@@ -610,7 +703,7 @@ int
 main(void)
 {
 	static struct busy params[NBUSY];
-	struct CMUnitTest tests[9 + NBUSY];
+	struct CMUnitTest tests[10 + NBUSY];
 	int n = 0, i, m;
 
 	memset(tests, 0, sizeof(tests));
@@ -622,6 +715,7 @@ main(void)
 	ADD(level_at_every_boundary_of_200000_polls_is_reported);
 	ADD(six_hundred_ready_sockets_returned_at_once_with_room_for_1700);
 	ADD(six_hundred_ready_returned_on_a_thread_with_the_smallest_stack);
+	ADD(ready_nested_kqueue_counted_on_a_thread_with_the_smallest_stack);
 #undef ADD
 	for (m = 0; m < 3; m++)
 		for (i = 0; i < NBUSY / 3; i++) {
