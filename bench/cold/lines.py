@@ -5,8 +5,11 @@ Reads a valgrind lackey --trace-mem=yes log; a window starts at each
 execution of SYMBOL's first instruction in BINARY (whose load address
 comes from MAPS, the process's /proc/PID/maps).  Per window: the distinct
 64-byte lines loaded or stored (data) and fetched (code), and the distinct
-4 KiB pages of either."""
+4 KiB pages of either.  With LINES_DUMP=1 in the environment it also
+lists that request's lines (D data, C code) and the mappings (M), for a
+closer look (which library function a code line is in: nm)."""
 import collections
+import os
 import subprocess
 import sys
 
@@ -64,3 +67,13 @@ d, c = min(wins, key=lambda w: len(w[0]))
 print('  a request with the fewest data lines, data by mapping:',
       dict(collections.Counter(region(l << 6) for l in d).most_common()))
 print('  its code by mapping:', dict(collections.Counter(region(l << 6) for l in c).most_common()))
+print('  its 4 KiB pages by mapping:',
+      dict(collections.Counter(region(p << 12) for p in {l >> 6 for l in d | c}).most_common()))
+if os.environ.get('LINES_DUMP'):
+    for l in sorted(d):
+        print('   D %x %s' % (l << 6, region(l << 6)))
+    for l in sorted(c):
+        print('   C %x %s' % (l << 6, region(l << 6)))
+if os.environ.get('LINES_DUMP'):
+    for lo, hi, n, off, path in maps:
+        print('   M %x-%x %s %s' % (lo, hi, n, path))
