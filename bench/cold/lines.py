@@ -37,6 +37,7 @@ def region(addr):
 
 wins = []
 data = code = None
+pc_ = 0
 for line in open(trace):
     if line[0] == '=':
         continue
@@ -46,13 +47,14 @@ for line in open(trace):
     except ValueError:
         continue
     if kind == 'I':
+        pc_ = addr
         if addr == bound:
-            data, code = set(), set()
+            data, code = {}, set()
             wins.append((data, code))
         if code is not None:
             code.add(addr >> 6)
     elif data is not None:
-        data.add(addr >> 6)
+        data.setdefault(addr >> 6, pc_)   # line -> first instruction
 wins = wins[5:-2]    # warm-up, and the last one cut by the kill
 if not wins:
     sys.exit('lines.py: no complete request in the trace')
@@ -68,10 +70,35 @@ print('  a request with the fewest data lines, data by mapping:',
       dict(collections.Counter(region(l << 6) for l in d).most_common()))
 print('  its code by mapping:', dict(collections.Counter(region(l << 6) for l in c).most_common()))
 print('  its 4 KiB pages by mapping:',
-      dict(collections.Counter(region(p << 12) for p in {l >> 6 for l in d | c}).most_common()))
+      dict(collections.Counter(region(p << 12) for p in {l >> 6 for l in set(d) | c}).most_common()))
+
+
+def function(addr):
+    """'file:symbol' of a code address, from the mapped file's symbols."""
+    for lo, hi, n, off, path in maps:
+        if lo <= addr < hi and path.startswith('/'):
+            if path not in function.syms:
+                out = subprocess.run(['nm', '-S', '--defined-only', path],
+                                     capture_output=True, text=True).stdout
+                function.syms[path] = sorted(
+                    (int(f[0], 16), int(f[1], 16), f[3]) for f in
+                    (l.split() for l in out.splitlines()) if len(f) == 4)
+            base = min(l - o for l, h, nn, o, pp in maps if pp == path)
+            for s0, sz, sym in function.syms[path]:
+                if s0 <= addr - base < s0 + sz:
+                    return path.split('/')[-1] + ':' + sym
+            return path.split('/')[-1] + ':?'
+    return '?'
+
+
+function.syms = {}
+print('  its data lines by the code that touched each first:',
+      dict(collections.Counter(region(a) for a in d.values()).most_common()))
+kq = collections.Counter(function(a) for a in d.values() if 'libkq' in region(a))
+print('  of them, by libkq function:', dict(kq.most_common()))
 if os.environ.get('LINES_DUMP'):
     for l in sorted(d):
-        print('   D %x %s' % (l << 6, region(l << 6)))
+        print('   D %x %s %s' % (l << 6, region(l << 6), function(d[l])))
     for l in sorted(c):
         print('   C %x %s' % (l << 6, region(l << 6)))
 if os.environ.get('LINES_DUMP'):
