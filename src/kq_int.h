@@ -505,6 +505,7 @@ kq_fdwatched(int fd)
 }
 
 struct kqueue	*kq_registry_acquire(int fd);
+int		 kq_registry_reserve_locked(int fd);
 struct kqueue	*kq_registry_insert_locked(int fd, struct kqueue *kq);
 void		 kq_registry_drop_old(struct kqueue *old);
 /* olock.c: a futex mutex whose word names its owner thread. */

@@ -39,8 +39,13 @@ kq_create(int cloexec, int port)
 	 */
 	kq_reg_lock();
 	fd = KQ_FDCALL(epoll_create1(cloexec ? EPOLL_CLOEXEC : 0));
-	if (fd < 0) {
-		e = errno;
+	if (fd < 0 || (e = kq_registry_reserve_locked(fd)) != 0) {
+		/* No descriptor, or no registry slot for it (ENOMEM): a
+		   kqueue nobody could find is not made. */
+		if (fd < 0)
+			e = errno;
+		else
+			kq_close_raw(fd);
 		kq_reg_unlock();
 		kq_pool_put(kq);
 		errno = e;

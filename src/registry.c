@@ -308,18 +308,34 @@ kq_registry_src_fds(int **out)
 }
 
 /*
- * Publish kq as the kqueue of descriptor fd, with reg_lock held.  Returns
- * a kqueue previously mapped at that number, which the application closed
- * (the kernel handed the number out again): the caller retires it with
- * kq_registry_drop_old() once reg_lock is let go.
+ * Make sure descriptor fd has a registry slot, with reg_lock held: 0, or
+ * ENOMEM when its chunk cannot be allocated (EMFILE past the 16M numbers
+ * the registry maps).  A kqueue whose number has no slot could never be
+ * found by kevent() nor retired by close(): kq_create() asks first and
+ * fails instead.
+ */
+int
+kq_registry_reserve_locked(int fd)
+{
+	if (fd < 0 || (fd >> REG_CHUNK_SHIFT) >= REG_TOP)
+		return EMFILE;
+	return reg_slot(fd, 1) == NULL ? ENOMEM : 0;
+}
+
+/*
+ * Publish kq as the kqueue of descriptor fd, with reg_lock held; the slot
+ * was reserved (kq_registry_reserve_locked, under the same hold of
+ * reg_lock), so this cannot fail.  Returns a kqueue previously mapped at
+ * that number, which the application closed (the kernel handed the number
+ * out again): the caller retires it with kq_registry_drop_old() once
+ * reg_lock is let go.
  */
 struct kqueue *
 kq_registry_insert_locked(int fd, struct kqueue *kq)
 {
-	_Atomic(struct kqueue *) *slot = reg_slot(fd, 1);
+	_Atomic(struct kqueue *) *slot = reg_slot(fd, 0);
 
-	if (slot == NULL)
-		return NULL;
+	KQ_ASSERT(slot != NULL);
 	return atomic_exchange_explicit(slot, kq, memory_order_acq_rel);
 }
 

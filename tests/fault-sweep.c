@@ -20,7 +20,10 @@
  *   - closes everything and requires the descriptor count back at its
  *     value before kqueue(); LeakSanitizer checks the memory at exit.
  * The registrations alternate between plain errors (nevents 0) and
- * EV_RECEIPT entries: each scenario is swept in both modes.
+ * EV_RECEIPT entries: each scenario is swept in both modes.  Before them,
+ * "first-kqueue" sweeps a process's first kqueue(), which also makes the
+ * registry's first chunk: it fails cleanly or returns a kqueue that works
+ * (it once returned one no kevent() could find, and leaked it).
  *
  * Exit codes of a child: 10 the k-th call was never reached, 11 it was
  * and every check held, 2 a check failed (printed), other: a crash, a
@@ -587,9 +590,53 @@ child(const struct scen *s)
 	exit(hitround >= 0 ? 11 : 10);	/* exit(): LeakSanitizer runs */
 }
 
+/*
+ * The first kqueue of a process, which also makes the registry's first
+ * chunk (run before main's warm-up, so no chunk exists yet): kqueue()
+ * either fails with the fault's error and leaves the descriptor count as
+ * it was, or returns a kqueue that works (a user event registered,
+ * triggered and reported, with faults off) and that close() retires.
+ * Exits as child() does.
+ */
+static void __attribute__((noreturn))
+first_child(void)
+{
+	int base = count_fds(), kq, hit;
+	long before;
+	struct kevent k, got;
+	const struct timespec sec = { 1, 0 };
+
+	alarm(20);
+	kq_fault_set(kind, fault_k);
+	before = kq_fault_count(kind);
+	kq = kqueue();
+	hit = hit_between(before, kq_fault_count(kind));
+	if (kq < 0)
+		check_err("first kqueue()", before, errno, 0);
+	kq_fault_set(kind, 0);
+	if (kq < 0) {
+		if (count_fds() != base)
+			die("failed kqueue(): %d descriptors open, %d before",
+			    count_fds(), base);
+		exit(11);
+	}
+	EV_SET(&k, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	if (kevent(kq, &k, 1, NULL, 0, NULL) != 0)
+		die("kqueue() succeeded, EV_ADD on it: %s", strerror(errno));
+	EV_SET(&k, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	if (kevent(kq, &k, 1, &got, 1, &sec) != 1 || got.ident != 1 ||
+	    got.filter != EVFILT_USER)
+		die("kqueue() succeeded, its user event was not reported");
+	if (close(kq) != 0)
+		die("close(kq): %s", strerror(errno));
+	if (count_fds() != base)
+		die("descriptors: %d open, %d before", count_fds(), base);
+	exit(hit ? 11 : 10);	/* exit(): LeakSanitizer runs */
+}
+
 /* Run child() under a time limit; returns its exit code, or 100 + signal. */
 static int
-run_k(const struct scen *s)
+run_k(const struct scen *s)	/* s NULL: first_child() */
 {
 	pid_t pid;
 	int st, t;
@@ -601,8 +648,11 @@ run_k(const struct scen *s)
 		perror("fork");
 		exit(2);
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		if (s == NULL)
+			first_child();
 		child(s);
+	}
 	for (t = 0; t < 300; t++) {	/* 30 s */
 		pid_t w = waitpid(pid, &st, WNOHANG);
 
@@ -616,6 +666,47 @@ run_k(const struct scen *s)
 	return 200;
 }
 
+/*
+ * Sweep k = 1.. for one scenario (NULL: the first kqueue) and the current
+ * kind and mode; prints its line and returns 1 if it failed.
+ */
+static int
+sweep_one(const struct scen *s, long maxk, int verbose)
+{
+	struct timespec t0, t1;
+	int rc = 11, bad = 0;
+	const char *name = s != NULL ? s->name : "first-kqueue";
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (fault_k = 1; fault_k <= maxk; fault_k++) {
+		rc = run_k(s);
+		if (verbose)
+			printf("  %s/%s%s k=%ld: %d\n", name, kind_name[kind],
+			    receipt ? "/receipt" : "", fault_k, rc);
+		if (rc == 10)
+			break;
+		if (rc != 11) {
+			printf("FAIL %s/%s%s k=%ld: %s %d\n", name,
+			    kind_name[kind], receipt ? "/receipt" : "", fault_k,
+			    rc == 200 ? "hung" : rc > 100 ? "signal" :
+			    rc == 23 ? "leak, exit" :
+			    rc == 1 ? "sanitizer report, exit" : "exit",
+			    rc == 200 ? 0 : rc > 100 ? rc - 100 : rc);
+			bad = 1;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (rc != 10 && !bad) {
+		printf("FAIL %s/%s%s: still faulting at k=%ld\n", name,
+		    kind_name[kind], receipt ? "/receipt" : "", maxk);
+		bad = 1;
+	}
+	printf("%s %s/%s%s: k=1..%ld, %.1f s\n", bad ? "FAILED" : "ok", name,
+	    kind_name[kind], receipt ? "/receipt" : "", fault_k - 1,
+	    (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return bad;
+}
+
 int
 main(void)
 {
@@ -627,6 +718,16 @@ main(void)
 	size_t i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Before anything made the registry's chunks: the first kqueue. */
+	scen_name = "first-kqueue";
+	receipt = 0;
+	for (kind = 0; kind < 2 && (only == NULL ||
+	    strstr("first-kqueue", only) != NULL); kind++) {
+		if (sweep_one(NULL, maxk, verbose))
+			fail++;
+		else
+			pass++;
+	}
 	/*
 	 * Warm up once in this process, without faults: the process-wide
 	 * objects (the registry's chunks, the signal eventfd) then exist in
@@ -649,46 +750,8 @@ main(void)
 		scen_name = s->name;
 		for (kind = 0; kind < 3; kind++) {
 			for (receipt = 0; receipt < 2; receipt++) {
-				struct timespec t0, t1;
-				int rc = 11, bad = 0;
+				int bad = sweep_one(s, maxk, verbose);
 
-				clock_gettime(CLOCK_MONOTONIC, &t0);
-				for (fault_k = 1; fault_k <= maxk; fault_k++) {
-					rc = run_k(s);
-					if (verbose)
-						printf("  %s/%s%s k=%ld: %d\n",
-						    s->name, kind_name[kind],
-						    receipt ? "/receipt" : "",
-						    fault_k, rc);
-					if (rc == 10)
-						break;
-					if (rc != 11) {
-						printf("FAIL %s/%s%s k=%ld: %s %d\n",
-						    s->name, kind_name[kind],
-						    receipt ? "/receipt" : "",
-						    fault_k,
-						    rc == 200 ? "hung" :
-						    rc > 100 ? "signal" :
-						    rc == 23 ? "leak, exit" :
-						    rc == 1 ? "sanitizer report, exit" :
-						    "exit", rc == 200 ? 0 :
-						    rc > 100 ? rc - 100 : rc);
-						bad = 1;
-					}
-				}
-				clock_gettime(CLOCK_MONOTONIC, &t1);
-				if (rc != 10 && !bad) {
-					printf("FAIL %s/%s%s: still faulting at k=%ld\n",
-					    s->name, kind_name[kind],
-					    receipt ? "/receipt" : "", maxk);
-					bad = 1;
-				}
-				printf("%s %s/%s%s: k=1..%ld, %.1f s\n",
-				    bad ? "FAILED" : "ok", s->name,
-				    kind_name[kind], receipt ? "/receipt" : "",
-				    fault_k - 1,
-				    (double)(t1.tv_sec - t0.tv_sec) +
-				    (t1.tv_nsec - t0.tv_nsec) / 1e9);
 				if (bad)
 					fail++;
 				else
