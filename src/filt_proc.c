@@ -91,6 +91,16 @@ struct procnote {
 #define NOTE_NEEDCN	(NOTE_FORK | NOTE_EXEC | NOTE_TRACK)
 #define CN_RCVBUF	(4 << 20)
 #define CN_BATCH	64	/* datagrams read per wake-up */
+/*
+ * The connector's receive buffer, on the heap (the source's ks_arg, made
+ * with the socket, freed by proc_cn_fini): it is read during a kevent()
+ * collection, possibly under another kqueue's (kq_absorb), on a thread
+ * whose stack may be PTHREAD_STACK_MIN.  CN_SMALLBUF, on the stack, only
+ * if the source had none (which does not happen; one event's message is
+ * about 100 bytes).
+ */
+#define CN_BUFSZ	16384
+#define CN_SMALLBUF	256
 
 int
 kq_pidfd_open(pid_t pid)
@@ -471,9 +481,11 @@ static void
 proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 {
 	union {
-		char		buf[16384];
+		char		buf[CN_SMALLBUF];
 		struct nlmsghdr	nh;
 	} u;
+	char *buf = src->ks_arg != NULL ? src->ks_arg : u.buf;
+	size_t size = src->ks_arg != NULL ? CN_BUFSZ : sizeof(u.buf);
 	struct nlmsghdr *nh;
 	struct proc_event ev;
 	uint32_t ack;
@@ -481,7 +493,7 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	int i;
 
 	for (i = 0; i < CN_BATCH; i++) {
-		n = proc_cn_recv(src->ks_fd, u.buf, sizeof(u.buf));
+		n = proc_cn_recv(src->ks_fd, buf, size);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -491,7 +503,7 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 			}
 			return;		/* EAGAIN: drained */
 		}
-		CN_FOREACH(nh, u.buf, n)
+		CN_FOREACH(nh, buf, n)
 			if (proc_cn_event(nh, &ev, &ack))
 				proc_cn_handle(kq, &ev);
 	}
@@ -503,6 +515,8 @@ proc_cn_fini(struct kqueue *kq, struct kqsrc *src)
 {
 	/* Not needed with Linux >= 6.6 (it counts per socket), harmless. */
 	(void)proc_cn_send(src->ks_fd, 2, PROC_CN_MCAST_IGNORE);
+	free(src->ks_arg);
+	src->ks_arg = NULL;
 }
 
 /*
@@ -512,12 +526,8 @@ proc_cn_fini(struct kqueue *kq, struct kqsrc *src)
  * we were refused.
  */
 static int
-proc_cn_ack(int fd, uint32_t seq)
+proc_cn_ack(int fd, uint32_t seq, char *buf)	/* buf: CN_BUFSZ bytes */
 {
-	union {
-		char		buf[8192];
-		struct nlmsghdr	nh;
-	} u;
 	struct nlmsghdr *nh;
 	struct proc_event ev;
 	uint32_t ack;
@@ -526,7 +536,7 @@ proc_cn_ack(int fd, uint32_t seq)
 	int tries;
 
 	for (tries = 0; tries < 256; tries++) {
-		n = proc_cn_recv(fd, u.buf, sizeof(u.buf));
+		n = proc_cn_recv(fd, buf, CN_BUFSZ);
 		if (n < 0) {
 			if (errno == EINTR || errno == ENOBUFS)
 				continue;
@@ -536,7 +546,7 @@ proc_cn_ack(int fd, uint32_t seq)
 				return EPERM;
 			continue;
 		}
-		CN_FOREACH(nh, u.buf, n) {
+		CN_FOREACH(nh, buf, n) {
 			if (!proc_cn_event(nh, &ev, &ack) ||
 			    ev.what != PROC_EVENT_NONE || ack != seq + 1)
 				continue;	/* older events: not ours */
@@ -553,15 +563,21 @@ proc_cn_open_made(struct kqueue *kq)
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_PROC];
 	struct sockaddr_nl sa;
 	int fd, e, sz = CN_RCVBUF;
+	char *buf;
 
 	if (src->ks_ready != NULL)
 		return 0;
 	if (kq->kq_dead)
 		return EBADF;
+	if ((buf = kq_malloc(CN_BUFSZ)) == NULL)
+		return ENOMEM;
 	fd = KQ_FDCALL(socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    NETLINK_CONNECTOR));
-	if (fd < 0)
-		return errno == EPROTONOSUPPORT ? ENOTSUP : errno;
+	if (fd < 0) {
+		e = errno == EPROTONOSUPPORT ? ENOTSUP : errno;
+		free(buf);
+		return e;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.nl_family = AF_NETLINK;
 	sa.nl_groups = CN_IDX_PROC;
@@ -573,7 +589,7 @@ proc_cn_open_made(struct kqueue *kq)
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) != 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	if ((e = proc_cn_send(fd, 1, PROC_CN_MCAST_LISTEN)) != 0 ||
-	    (e = proc_cn_ack(fd, 1)) != 0) {
+	    (e = proc_cn_ack(fd, 1, buf)) != 0) {
 		if (e == EACCES)
 			e = EPERM;
 		goto fail;
@@ -582,10 +598,12 @@ proc_cn_open_made(struct kqueue *kq)
 		(void)proc_cn_send(fd, 2, PROC_CN_MCAST_IGNORE);
 		goto fail;
 	}
+	src->ks_arg = buf;
 	src->ks_fini = proc_cn_fini;
 	return 0;
 fail:
 	kq_close_raw(fd);
+	free(buf);
 	return e;
 }
 

@@ -23,6 +23,7 @@
  * Called with kq_lock held.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,14 @@ struct kq_inot {
 	uint32_t	  in_pcookie, in_pisdir;
 	int		  in_pending;
 	uint32_t	  in_synced;	/* kq_scanid of the last drain + 1 */
+	/* The read buffer (kq_inotify_ready), here rather than on the
+	   stack: it is read during a collection, possibly under another
+	   kqueue's (kq_absorb), on a thread whose stack may be
+	   PTHREAD_STACK_MIN. */
+	union {
+		char			b[8192];
+		struct inotify_event	ie;
+	} in_rbuf;
 };
 
 #define IN_READMASK	(IN_MODIFY | IN_ATTRIB)
@@ -370,12 +379,20 @@ handle_event(struct kqueue *kq, struct kq_inot *in,
 static void
 kq_inotify_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 {
-	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	/* Without the source's state (being torn down): just drained, with
+	   room for one event of the longest name. */
+	union {
+		char			b[sizeof(struct inotify_event) +
+					  NAME_MAX + 1];
+		struct inotify_event	ie;
+	} small;
 	struct kq_inot *in = src->ks_arg;
+	char *buf = in != NULL ? in->in_rbuf.b : small.b;
+	size_t size = in != NULL ? sizeof(in->in_rbuf.b) : sizeof(small.b);
 	ssize_t n;
 
 	(void)events;
-	while ((n = kq_nc_read(src->ks_fd, buf, sizeof(buf))) > 0) {
+	while ((n = kq_nc_read(src->ks_fd, buf, size)) > 0) {
 		char *p;
 
 		for (p = buf; p < buf + n;) {

@@ -54,7 +54,7 @@
 #include "ksys.h"
 #include "sigshim.h"
 
-#define KQ_EPBATCH	512	/* epoll events fetched per epoll_wait */
+#define KQ_EPBATCH	256	/* epoll events fetched per epoll_wait */
 #define KQ_ABSORBN	512	/* per kq_absorb, in the kqueue's buffer */
 #define KQ_ABSORBMIN	16	/* per kq_absorb without that buffer */
 #define KQ_MINBATCH	32	/* the least a collection round fetches at once */

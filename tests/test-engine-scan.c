@@ -692,6 +692,176 @@ ready_nested_kqueue_counted_on_a_thread_with_the_smallest_stack(
 	E_RUN(nested_stack_child, NULL, 30);
 }
 
+/*
+ * The smallest stack again, with a kqueue's internal sources to read
+ * during the collection: hundreds of queued inotify events behind an
+ * EVFILT_VNODE knote, or process-connector messages behind EVFILT_PROC
+ * with NOTE_TRACK (a child that forks 50 times).  Collected directly and
+ * through an outer kqueue (whose scan asks the inner one for its count and
+ * so reads its sources); 500 ready sockets beside them keep every call
+ * from waiting.  The event is reported, and nothing overflows the stack
+ * (the sources' read buffers, 8 and 16 KiB, were on it once).
+ */
+struct src_stack {
+	struct busy_set	 ready;		/* 500 ready sockets on target */
+	int		 target;	/* the kqueue collected */
+	uintptr_t	 ident;		/* the event looked for */
+	short		 filter;
+	int		 seen;
+};
+
+static void *
+src_stack_thread(void *arg)
+{
+	static const int room[] = { 1, 8, 33, 512, 1700 };
+	static const struct timespec second = { 1, 0 };
+	struct src_stack *s = arg;
+	int i, k, j, r;
+
+	for (i = 0; i < (int)(sizeof(room) / sizeof(room[0])); i++)
+		for (k = 0; k < 2; k++) {
+			r = kevent(s->target, NULL, 0, s->ready.ev, room[i],
+			    k == 0 ? &t_zero : &second);
+			E_CHECK(r >= 1 && r <= room[i], "room for %d: %d "
+			    "events (%s)", room[i], r, r < 0 ?
+			    strerror(errno) : "");
+			for (j = 0; j < r; j++)
+				if (s->ready.ev[j].ident == s->ident &&
+				    s->ready.ev[j].filter == s->filter) {
+					E_CHECK(!(s->ready.ev[j].flags &
+					    EV_ERROR), "error %lld",
+					    (long long)s->ready.ev[j].data);
+					s->seen++;
+				}
+		}
+	return NULL;
+}
+
+/* Makes the source's events on kq; returns the knote's ident. */
+static uintptr_t
+src_make(int kq, int proc, short *filter)
+{
+	if (!proc) {
+		char path[] = "/tmp/kq-test-stack-XXXXXX";
+		int fd = mkstemp(path), i;
+
+		E_CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+		E_CHANGE(kq, fd, EVFILT_VNODE, EV_ADD | EV_CLEAR,
+		    NOTE_WRITE | NOTE_ATTRIB | NOTE_EXTEND, 0, NULL);
+		for (i = 0; i < 300; i++) {
+			E_CHECK(write(fd, "x", 1) == 1, "write");
+			E_SYS(fchmod(fd, (i & 1) ? 0600 : 0644));
+		}
+		unlink(path);
+		*filter = EVFILT_VNODE;
+		return (uintptr_t)fd;
+	} else {
+		int go[2], done[2], i;
+		char c = 0;
+		pid_t pid;
+
+		E_SYS(pipe(go));
+		E_SYS(pipe(done));
+		E_SYS(pid = fork());
+		if (pid == 0) {
+			close(go[1]);
+			close(done[0]);
+			if (read(go[0], &c, 1) != 1)
+				_exit(1);
+			for (i = 0; i < 50; i++) {
+				pid_t g = fork();
+
+				if (g == 0)
+					_exit(0);
+				if (g > 0)
+					(void)waitpid(g, NULL, 0);
+			}
+			(void)write(done[1], &c, 1);
+			(void)read(go[0], &c, 1);	/* until the parent's end */
+			_exit(0);
+		}
+		E_CHANGE(kq, pid, EVFILT_PROC, EV_ADD,
+		    NOTE_FORK | NOTE_EXIT | NOTE_TRACK, 0, NULL);
+		E_CHECK(write(go[1], &c, 1) == 1, "write");
+		E_CHECK(read(done[0], &c, 1) == 1, "read");
+		close(done[0]);
+		close(done[1]);
+		close(go[0]);	/* go[1] stays: the child exits with us */
+		e_sleep_ms(100);	/* the connector's last messages */
+		*filter = EVFILT_PROC;
+		return (uintptr_t)pid;
+	}
+}
+
+static int
+src_stack_child(void *arg)
+{
+	int mode = (int)(intptr_t)arg;	/* bit 0: proc; bit 1: nested */
+	struct src_stack s;
+	pthread_attr_t at;
+	pthread_t t;
+	long min = sysconf(_SC_THREAD_STACK_MIN);
+	int inner = -1;
+
+	if (min < PTHREAD_STACK_MIN)
+		min = PTHREAD_STACK_MIN;
+	memset(&s, 0, sizeof(s));
+	busy_open(&s.ready, 500);
+	busy_register(&s.ready, M_LEVEL);
+	s.target = s.ready.kq;
+	if (mode & 2) {
+		E_SYS(inner = kqueue());
+		(void)src_make(inner, mode & 1, &s.filter);
+		E_CHANGE(s.target, inner, EVFILT_READ, EV_ADD, 0, 0, NULL);
+		s.ident = (uintptr_t)inner;
+		s.filter = EVFILT_READ;
+	} else
+		s.ident = src_make(s.target, mode & 1, &s.filter);
+	E_CHECK(pthread_attr_init(&at) == 0, "pthread_attr_init");
+	E_CHECK(pthread_attr_setstacksize(&at, (size_t)min *
+	    SMALL_STACK_FACTOR) == 0, "pthread_attr_setstacksize");
+	E_CHECK(pthread_create(&t, &at, src_stack_thread, &s) == 0,
+	    "pthread_create");
+	E_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	pthread_attr_destroy(&at);
+	E_CHECK(s.seen >= 1, "%s %s event never reported",
+	    mode & 2 ? "nested" : "direct", mode & 1 ? "process" : "vnode");
+	if (inner >= 0)
+		close(inner);
+	busy_close(&s.ready);
+	return 0;
+}
+
+static void
+vnode_events_collected_on_the_smallest_stack_directly_and_nested(
+    void **state)
+{
+	(void)state;
+	E_RUN(src_stack_child, (void *)(intptr_t)0, 30);
+	E_RUN(src_stack_child, (void *)(intptr_t)2, 30);
+}
+
+static void
+process_events_collected_on_the_smallest_stack_directly_and_nested(
+    void **state)
+{
+	int kq = kqueue();
+	struct kevent k;
+
+	(void)state;
+	/* NOTE_TRACK needs the process connector (CAP_NET_ADMIN). */
+	EV_SET(&k, getpid(), EVFILT_PROC, EV_ADD, NOTE_FORK | NOTE_TRACK, 0,
+	    NULL);
+	if (kevent(kq, &k, 1, NULL, 0, NULL) != 0 && errno == EPERM) {
+		close(kq);
+		fprintf(stderr, "process events not permitted: skip\n");
+		skip();
+	}
+	close(kq);
+	E_RUN(src_stack_child, (void *)(intptr_t)1, 30);
+	E_RUN(src_stack_child, (void *)(intptr_t)3, 30);
+}
+
 static const int busy_ready[] = {
 	1, 2, 100, 255, 256, 257, 511, 512, 513, 600, 1023, 1024, 1025, 2000,
 	4000,
@@ -703,7 +873,7 @@ int
 main(void)
 {
 	static struct busy params[NBUSY];
-	struct CMUnitTest tests[10 + NBUSY];
+	struct CMUnitTest tests[12 + NBUSY];
 	int n = 0, i, m;
 
 	memset(tests, 0, sizeof(tests));
@@ -716,6 +886,8 @@ main(void)
 	ADD(six_hundred_ready_sockets_returned_at_once_with_room_for_1700);
 	ADD(six_hundred_ready_returned_on_a_thread_with_the_smallest_stack);
 	ADD(ready_nested_kqueue_counted_on_a_thread_with_the_smallest_stack);
+	ADD(vnode_events_collected_on_the_smallest_stack_directly_and_nested);
+	ADD(process_events_collected_on_the_smallest_stack_directly_and_nested);
 #undef ADD
 	for (m = 0; m < 3; m++)
 		for (i = 0; i < NBUSY / 3; i++) {
