@@ -533,6 +533,24 @@ six_hundred_ready_sockets_returned_at_once_with_room_for_1700(void **state)
 #define SMALL_STACK_FACTOR	1
 #endif
 
+/* Run fn(arg) on a new thread with the smallest stack, and join it. */
+static void
+smallest_stack_run(void *(*fn)(void *), void *arg)
+{
+	long min = sysconf(_SC_THREAD_STACK_MIN);
+	pthread_attr_t at;
+	pthread_t t;
+
+	if (min < PTHREAD_STACK_MIN)
+		min = PTHREAD_STACK_MIN;
+	E_CHECK(pthread_attr_init(&at) == 0, "pthread_attr_init");
+	E_CHECK(pthread_attr_setstacksize(&at, (size_t)min *
+	    SMALL_STACK_FACTOR) == 0, "pthread_attr_setstacksize");
+	E_CHECK(pthread_create(&t, &at, fn, arg) == 0, "pthread_create");
+	E_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	pthread_attr_destroy(&at);
+}
+
 static void *
 small_stack_thread(void *arg)
 {
@@ -572,22 +590,11 @@ static int
 small_stack_child(void *arg)
 {
 	struct busy_set b;
-	pthread_attr_t at;
-	pthread_t t;
-	long min = sysconf(_SC_THREAD_STACK_MIN);
 
 	(void)arg;
-	if (min < PTHREAD_STACK_MIN)
-		min = PTHREAD_STACK_MIN;
 	busy_open(&b, 600);
 	busy_register(&b, M_LEVEL);
-	E_CHECK(pthread_attr_init(&at) == 0, "pthread_attr_init");
-	E_CHECK(pthread_attr_setstacksize(&at, (size_t)min *
-	    SMALL_STACK_FACTOR) == 0, "pthread_attr_setstacksize");
-	E_CHECK(pthread_create(&t, &at, small_stack_thread, &b) == 0,
-	    "pthread_create");
-	E_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
-	pthread_attr_destroy(&at);
+	smallest_stack_run(small_stack_thread, &b);
 	busy_close(&b);
 	return 0;
 }
@@ -657,13 +664,8 @@ nested_stack_child(void *arg)
 {
 	struct nested_set s;
 	struct kevent ch;
-	pthread_attr_t at;
-	pthread_t t;
-	long min = sysconf(_SC_THREAD_STACK_MIN);
 
 	(void)arg;
-	if (min < PTHREAD_STACK_MIN)
-		min = PTHREAD_STACK_MIN;
 	busy_open(&s.inner, 100);
 	busy_register(&s.inner, M_LEVEL);
 	busy_open(&s.outer, 500);
@@ -672,13 +674,7 @@ nested_stack_child(void *arg)
 	EV_SET(&ch, s.inner.kq, EVFILT_READ, EV_ADD, 0, 0, (void *)0);
 	E_CHECK(kevent(s.okq, &ch, 1, NULL, 0, NULL) == 0,
 	    "watching the inner kqueue: %s", strerror(errno));
-	E_CHECK(pthread_attr_init(&at) == 0, "pthread_attr_init");
-	E_CHECK(pthread_attr_setstacksize(&at, (size_t)min *
-	    SMALL_STACK_FACTOR) == 0, "pthread_attr_setstacksize");
-	E_CHECK(pthread_create(&t, &at, nested_stack_thread, &s) == 0,
-	    "pthread_create");
-	E_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
-	pthread_attr_destroy(&at);
+	smallest_stack_run(nested_stack_thread, &s);
 	busy_close(&s.outer);
 	busy_close(&s.inner);
 	return 0;
@@ -798,13 +794,8 @@ src_stack_child(void *arg)
 {
 	int mode = (int)(intptr_t)arg;	/* bit 0: proc; bit 1: nested */
 	struct src_stack s;
-	pthread_attr_t at;
-	pthread_t t;
-	long min = sysconf(_SC_THREAD_STACK_MIN);
 	int inner = -1;
 
-	if (min < PTHREAD_STACK_MIN)
-		min = PTHREAD_STACK_MIN;
 	memset(&s, 0, sizeof(s));
 	busy_open(&s.ready, 500);
 	busy_register(&s.ready, M_LEVEL);
@@ -817,13 +808,7 @@ src_stack_child(void *arg)
 		s.filter = EVFILT_READ;
 	} else
 		s.ident = src_make(s.target, mode & 1, &s.filter);
-	E_CHECK(pthread_attr_init(&at) == 0, "pthread_attr_init");
-	E_CHECK(pthread_attr_setstacksize(&at, (size_t)min *
-	    SMALL_STACK_FACTOR) == 0, "pthread_attr_setstacksize");
-	E_CHECK(pthread_create(&t, &at, src_stack_thread, &s) == 0,
-	    "pthread_create");
-	E_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
-	pthread_attr_destroy(&at);
+	smallest_stack_run(src_stack_thread, &s);
 	E_CHECK(s.seen >= 1, "%s %s event never reported",
 	    mode & 2 ? "nested" : "direct", mode & 1 ? "process" : "vnode");
 	if (inner >= 0)
