@@ -30,6 +30,7 @@
 #include "kq_int.h"
 #include "fdreg.h"
 #include "ksys.h"
+#include "fault.h"
 
 #ifndef SO_MEMINFO
 #define SO_MEMINFO 55
@@ -152,7 +153,8 @@ eventfd_count(int fd)
  * would see the offset (kevent.2 LINUX NOTES).  Returns -1 where the
  * socket has no peek offset (raw sockets): the caller keeps FIONREAD's.
  */
-#define DG_BATCH	64
+#define DG_BATCH	64	/* per recvmmsg, in the kqueue's kq_dgmsg */
+#define DG_SMALL	4	/* on the stack, without kq_dgmsg */
 #define DG_WALK_MAX	4096
 #define DG_STRIPES	64
 
@@ -165,10 +167,10 @@ dg_set_off(int fd, int off)
 }
 
 static int64_t
-dgram_total(int fd, int unix_domain)
+dgram_total(struct kqueue *kq, int fd, int unix_domain)
 {
-	struct mmsghdr m[DG_BATCH];
-	int old = -1, r, i, walked = 0;
+	struct mmsghdr small[DG_SMALL], *m = small;
+	int old = -1, r, i, walked = 0, batch = DG_SMALL;
 	socklen_t len = sizeof(old);
 	_Atomic int *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
 	int64_t total = 0;
@@ -190,14 +192,27 @@ dgram_total(int fd, int unix_domain)
 				break;
 		}
 	} else {
-		memset(m, 0, sizeof(m));
+		/*
+		 * The headers are the kqueue's (kq_lock is held), not the
+		 * stack's: this runs under a collection, on a thread whose
+		 * stack may be PTHREAD_STACK_MIN, where a signal frame can
+		 * come on top.  Without memory, DG_SMALL at a time.
+		 */
+		if (kq->kq_dgmsg == NULL)
+			kq->kq_dgmsg = kq_malloc(DG_BATCH *
+			    sizeof(struct mmsghdr));
+		if (kq->kq_dgmsg != NULL) {
+			m = kq->kq_dgmsg;
+			batch = DG_BATCH;
+		}
+		memset(m, 0, (size_t)batch * sizeof(*m));
 		do {
-			r = kq_nc_recvmmsg(fd, m, DG_BATCH,
+			r = kq_nc_recvmmsg(fd, m, (unsigned int)batch,
 			    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 			for (i = 0; i < r; i++)
 				total += m[i].msg_len;
 			walked += r;
-		} while (r == DG_BATCH && walked < DG_WALK_MAX);
+		} while (r == batch && walked < DG_WALK_MAX);
 	}
 	(void)dg_set_off(fd, old);
 	kq_mutex_unlock(lk);
@@ -474,7 +489,7 @@ count:
 		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM)) {
 			if (eof)
 				data = 0;
-			else if ((data = dgram_total(fd, k == K_UDGRAM)) < 0)
+			else if ((data = dgram_total(kq, fd, k == K_UDGRAM)) < 0)
 				data = n;
 		}
 	} else if (r == -EBADF)

@@ -54,11 +54,11 @@
 #include "ksys.h"
 #include "sigshim.h"
 
-#define KQ_EPBATCH	256	/* epoll events fetched per epoll_wait */
+#define KQ_EPBATCH	128	/* epoll events fetched per epoll_wait */
 #define KQ_ABSORBN	512	/* per kq_absorb, in the kqueue's buffer */
 #define KQ_ABSORBMIN	16	/* per kq_absorb without that buffer */
 #define KQ_MINBATCH	32	/* the least a collection round fetches at once */
-#define KQ_OWNBATCH	256	/* a round's own batch: 4 KiB with its counts */
+#define KQ_OWNBATCH	128	/* a round's own batch: 2 KiB with its counts */
 #define KQ_REPOLL_MS	5	/* re-check period for EVFILT_EMPTY */
 
 /*

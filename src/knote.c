@@ -519,6 +519,8 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_hash = NULL;
 	free(kq->kq_absorbev);
 	kq->kq_absorbev = NULL;
+	free(kq->kq_dgmsg);
+	kq->kq_dgmsg = NULL;
 	/* The internal sources close next (the knotes' own are closed). */
 	for (i = 0; i < (size_t)kq->kq_intfdwords; i++)
 		while (kq->kq_intfd[i] != 0)

@@ -315,6 +315,9 @@ struct kqueue {
 					   on the heap, because kq_absorb runs
 					   under another kqueue's collection,
 					   whose own batch is on the stack */
+	struct mmsghdr	*kq_dgmsg;	/* filt_fd.c's datagram count: DG_BATCH
+					   headers, made at first use (kq_lock;
+					   freed by kq_free_all) */
 	struct knote	*kq_alert;	/* a port in alert mode: while set,
 					   every collection reports this knote
 					   and nothing else (kq_collect); it
