@@ -837,8 +837,8 @@ src_stack_child(void *arg)
  * call's batch and the datagram count's headers (4 KiB each) once left no
  * room for it.
  */
-static volatile sig_atomic_t udp_stop;
-static volatile sig_atomic_t udp_signals;
+static _Atomic int udp_stop;			/* between the threads */
+static volatile sig_atomic_t udp_signals;	/* set by the handler */
 
 /*
  * Not instrumented by ThreadSanitizer: kq provides sigaction() in the C
@@ -887,7 +887,7 @@ udp_stack_thread(void *arg)
 			    "expected the 800 queued bytes", i,
 			    (long long)u->ev[j].data);
 	}
-	udp_stop = 1;
+	atomic_store(&udp_stop, 1);
 	return NULL;
 }
 
@@ -923,7 +923,7 @@ udp_stack_child(void *arg)
 		E_CHANGE(u.kq, u.fd[i], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	}
 	t = smallest_stack_start(udp_stack_thread, &u);
-	while (!udp_stop) {
+	while (!atomic_load(&udp_stop)) {
 		struct timespec gap = { 0, 20000 };	/* 20 us */
 
 		(void)pthread_kill(t, SIGUSR1);
