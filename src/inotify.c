@@ -64,7 +64,7 @@ struct kq_inot {
 	int		  in_pwd;
 	uint32_t	  in_pcookie, in_pisdir;
 	int		  in_pending;
-	uint32_t	  in_synced;	/* kq_scanid of the last drain + 1 */
+	uint64_t	  in_synced;	/* kq_scanid of the last drain + 1 */
 	/* The read buffer (kq_inotify_ready), here rather than on the
 	   stack: it is read during a collection, possibly under another
 	   kqueue's (kq_absorb), on a thread whose stack may be

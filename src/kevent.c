@@ -14,13 +14,16 @@
  * A knote is delivered at most once per call, and while it is on kq_head
  * the active list, not epoll, owns it.
  *
- * The identity of a call (FreeBSD's marker): a call that copies a knote
- * out sets KN_DELIVERED on it, and keeps kq_lock from that moment until it
- * has cleared the bit on every knote it delivered (kq_unmark), just before
- * it returns.  A call never lets go of the lock once it has an event (it
- * blocks only while it has none), so KN_DELIVERED always means "delivered
- * by the call that holds the lock now": concurrent calls never see each
- * other's marks, and no counter can wrap.
+ * The identity of a call (FreeBSD's marker): kq_scan bumps kq_scanid
+ * under kq_lock as it begins, and again just before it returns with
+ * events.  A call that copies a knote out stamps it with kq_scanid
+ * (kn_scanid; a new knote's 0 matches no call: the count is at least 1
+ * once one began), and
+ * never lets go of the lock once it has an event (it blocks only while it
+ * has none), so kn_delivered() always means "delivered by the call that
+ * holds the lock now": concurrent calls never see each other's marks, and
+ * nothing has to be cleared on the way out.  The count is 64 bits: it does
+ * not wrap.
  *
  * Every call ends on a bound kq controls: the active list is scanned for
  * the entries present when the pass starts; the epoll set is fetched again
@@ -289,7 +292,8 @@ static void
 kq_delivered(struct kqueue *kq, struct knote *kn,
     const struct filterops *fop)
 {
-	kn->kn_status = (uint16_t)((kn->kn_status & ~KN_ACTIVE) | KN_DELIVERED);
+	kn->kn_status &= (uint16_t)~KN_ACTIVE;
+	kn->kn_scanid = kq->kq_scanid;
 	if (kn->kn_flags & EV_ONESHOT) {
 		knote_drop(kq, kn);
 		return;
@@ -341,7 +345,7 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 		}
 		if (kn->kn_status & KN_DISABLED)
 			continue;
-		if (kn->kn_status & KN_DELIVERED) {
+		if (kn_delivered(kq, kn)) {
 			/* Already reported by this call: keep it for later. */
 			knote_enqueue(kq, kn);
 			continue;
@@ -435,8 +439,8 @@ kq_collect_nread(struct kqueue *kq, const struct epoll_event *e)
 	for (kn = knote_fdchain(kq, (int)e->data.u64); kn != NULL;
 	    kn = kn->kn_link)
 		if (kn->kn_filter == EVFILT_READ)
-			return (kn->kn_status & (KN_DISABLED | KN_QUEUED |
-			    KN_DROPPED | KN_DELIVERED)) ? INT_MIN :
+			return ((kn->kn_status & (KN_DISABLED | KN_QUEUED |
+			    KN_DROPPED)) || kn_delivered(kq, kn)) ? INT_MIN :
 			    kq_prefetch_nread(e);
 	return INT_MIN;
 }
@@ -506,7 +510,7 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
 		want = kq_epoll_want(kn->kn_filter);
 		if (!(e->events & want))
 			continue;
-		if (kn->kn_status & KN_DELIVERED) {
+		if (kn_delivered(kq, kn)) {
 			/*
 			 * Reported earlier in this call.  A level-triggered
 			 * registration reports it again by itself; an edge
@@ -969,28 +973,6 @@ kq_collect(struct kqueue *kq, struct kevent *out, int nevents)
 }
 
 /*
- * The call is about to return (or let go of kq_lock): clear KN_DELIVERED
- * on the knotes it copied out.  A knote dropped since (EV_ONESHOT) is not
- * found and needs nothing.
- */
-static void
-kq_unmark(struct kqueue *kq, const struct kevent *out, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++) {
-		const struct filterops *fop = filter_lookup(out[i].filter);
-		struct knote *kn;
-
-		KQ_ASSERT(!(out[i].flags & EV_ERROR));
-		kn = knote_lookup(kq, out[i].ident, out[i].filter,
-		    fop->f_isfd);
-		if (kn != NULL)
-			kn->kn_status &= (uint16_t)~KN_DELIVERED;
-	}
-}
-
-/*
  * Collect up to nevents events.  Returns the count, or -errno.
  * Called and returns with kq_lock held.  *held says whether the caller
  * holds a reference on kq; one is taken (and *held set) before the lock
@@ -1106,7 +1088,7 @@ wait:
 			kq->kq_dead = 1;
 			return -EBADF;
 		}
-		/* Nothing delivered yet, so no KN_DELIVERED mark survives
+		/* Nothing delivered yet, so no kn_delivered() mark survives
 		   the unlock (see the top of this file). */
 		KQ_UNLOCK(kq);
 		want = batch;		/* (a full one tops up) */
@@ -1155,8 +1137,7 @@ wait:
 		   (an infinite wait never returns 0). */
 	}
 	KQ_ASSERT(n <= nevents);
-	if (n > 0)
-		kq_unmark(kq, out, n);
+	kq->kq_scanid++;	/* this call's marks mean nothing now */
 	return n;
 #undef KQ_SCAN_COLLECT
 }

@@ -25,7 +25,7 @@
  * Knotes of the base size come from a per-kqueue cache carved out of 4 KiB
  * blocks, so that EV_ADD/EV_DELETE cycles allocate nothing in steady state
  * and a knote costs no malloc header.  Each takes a cache line of its own
- * (its 48 bytes would straddle two lines every other time, and a wait that
+ * (its 56 bytes would mostly straddle two lines, and a wait that
  * delivers it would miss on both).  Blocks are freed with the kqueue.
  * Larger knotes (filters with f_size > base) use malloc.
  */

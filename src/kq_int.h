@@ -178,13 +178,9 @@ struct filterops {
 				   for the buffer to fill again */
 #define KN_TRIGGERED	0x40	/* EVFILT_USER: NOTE_TRIGGER seen */
 #define KN_ATTACHED	0x80	/* f_attach succeeded: f_modify is a modify */
-#define KN_DELIVERED	0x100	/* copied out by the kevent() call that holds
-				   kq_lock now (see kq_scan: set only while
-				   that call keeps the lock, cleared before
-				   it lets go) */
 
 /*
- * A registration.  48 bytes, cached one a cache line (knote.c): with the
+ * A registration.  56 bytes, cached one a cache line (knote.c): with the
  * 8-byte kq_fdtab slot and the 4-byte kq_fdseq stamp a watched descriptor
  * costs 76 bytes.  Filters that need more state allocate a
  * larger object that starts with a struct knote (f_size); those whose
@@ -204,7 +200,19 @@ struct knote {
 					   of the whole fd (same on every knote
 					   of the chain), see fdreg.h */
 	int8_t		 kn_filter;	/* EVFILT_* */
+	uint64_t	 kn_scanid;	/* kq_scanid of the collection that
+					   last copied it out: while that one
+					   holds kq_lock, "delivered by this
+					   call" (kn_delivered, kevent.c) */
 };
+
+/*
+ * Was kn copied out by the collection that holds kq_lock now?  (kq_scan
+ * bumps kq_scanid as it begins and before it returns with events: a mark
+ * never outlives the call that made it, and a 64-bit count bumped twice a
+ * call does not wrap in 290 years at a billion calls a second.)
+ */
+#define kn_delivered(kq, kn)	((kn)->kn_scanid == (kq)->kq_scanid)
 
 /* kev->data as kn_sdata stores it. */
 static inline int32_t
@@ -280,9 +288,11 @@ struct kqueue {
 					   rebuild the epoll set (kevent.c) */
 	int		 kq_epfirst;	/* start the next collection with the
 					   epoll set (alternates: fairness) */
-	uint32_t	 kq_scanid;	/* bumped by every kq_scan (inotify
-					   drains once per collection); never
-					   compared with anything on a knote */
+	uint64_t	 kq_scanid;	/* bumped as every kq_scan begins and
+					   as it ends, under kq_lock: names
+					   the collection that holds the lock
+					   (kn_delivered; inotify drains once
+					   per collection) */
 	uint32_t	 kq_regseq;	/* bumped by every epoll_ctl: epoll
 					   events fetched across a change may
 					   be stale and are re-checked */
