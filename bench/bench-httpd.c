@@ -41,6 +41,7 @@
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -116,6 +117,8 @@ struct ht_ctx {
 	int	 maxfds, nmax;
 	double	 secs;		/* one measured run */
 	int	 reps;
+	int	 srvcpu;	/* the servers' CPU, -1: not placed */
+	cpu_set_t oldset;	/* kqbench's affinity before the scenario */
 	struct ht_srv srv[HT_NH];
 };
 
@@ -177,10 +180,11 @@ ht_have_httperf(void)
 
 /*
  * Fork a child that dies with this process, stdin from /dev/null, stdout
- * and stderr to `out`, and exec argv.  Returns the pid or -1.
+ * and stderr to `out`, and exec argv; on CPU `cpu` alone if cpu >= 0.
+ * Returns the pid or -1.
  */
 static pid_t
-ht_spawn(char *const argv[], const char *out, const char *ldpath)
+ht_spawn(char *const argv[], const char *out, const char *ldpath, int cpu)
 {
 	pid_t parent = getpid(), pid;
 
@@ -189,6 +193,14 @@ ht_spawn(char *const argv[], const char *out, const char *ldpath)
 		return pid;
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(126);
+	if (cpu >= 0) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) < 0)
+			_exit(126);
+	}
 	int in = open("/dev/null", O_RDONLY);
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
@@ -199,6 +211,41 @@ ht_spawn(char *const argv[], const char *out, const char *ldpath)
 		setenv("LD_LIBRARY_PATH", ldpath, 1);
 	execvp(argv[0], argv);
 	_exit(127);
+}
+
+/*
+ * Where the processes run.  The paper's server and clients were separate
+ * machines; on one machine with two CPUs or more the servers get the last
+ * CPU kqbench may use and everything else (kqbench and its probe, httperf,
+ * the holders: kqbench's children inherit its affinity) the others.  So a
+ * server never waits behind its own load generator, and no run depends on
+ * where the scheduler happened to put the two.  Sets c->srvcpu (-1 on one
+ * CPU: nothing is placed) and saves kqbench's affinity for ht_unplace.
+ */
+static void
+ht_place(struct ht_ctx *c)
+{
+	cpu_set_t rest;
+	int last = -1;
+
+	c->srvcpu = -1;
+	if (sched_getaffinity(0, sizeof(c->oldset), &c->oldset) < 0 ||
+	    CPU_COUNT(&c->oldset) < 2)
+		return;
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &c->oldset))
+			last = i;
+	rest = c->oldset;
+	CPU_CLR(last, &rest);
+	if (sched_setaffinity(0, sizeof(rest), &rest) == 0)
+		c->srvcpu = last;
+}
+
+static void
+ht_unplace(struct ht_ctx *c)
+{
+	if (c->srvcpu >= 0)
+		(void)sched_setaffinity(0, sizeof(c->oldset), &c->oldset);
 }
 
 /* Wait for pid until `ms` have passed; then SIGKILL it.  0 if it exited. */
@@ -613,7 +660,7 @@ srv_start(struct ht_ctx *c, struct ht_srv *s, const char *handler)
 		    handler);
 		if (fclose(f) != 0)
 			return -1;
-		if ((s->pid = ht_spawn(argv, out, c->ldpath)) < 0)
+		if ((s->pid = ht_spawn(argv, out, c->ldpath, c->srvcpu)) < 0)
 			return -1;
 		end = clock_ns(CLOCK_MONOTONIC) + 5000000000ull;
 		while (ht_alive(s->pid) && clock_ns(CLOCK_MONOTONIC) < end &&
@@ -744,7 +791,7 @@ ht_httperf(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
 	lim0 = ht_limit_notes(c, s);
 	cpu0 = ht_cpu_ns(s->pid);
 	w0 = clock_ns(CLOCK_MONOTONIC);
-	if ((pid = ht_spawn(argv, out, NULL)) < 0)
+	if ((pid = ht_spawn(argv, out, NULL, -1)) < 0)
 		return -1;
 	next = w0 + HT_PROBE_MS * 1000000ull;
 	for (;;) {
@@ -844,7 +891,7 @@ ht_count(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
 	    s->handler) < 0)
 		return;
 	unlink(out);
-	if ((st = ht_spawn(argv, log, NULL)) < 0)
+	if ((st = ht_spawn(argv, log, NULL, -1)) < 0)
 		return;
 	/* Attached once strace says so (it prints to its stderr). */
 	end = clock_ns(CLOCK_MONOTONIC) + 3000000000ull;
@@ -1040,9 +1087,11 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 	struct ht_cell *cells;
 	struct bench_table *t, *tr;
 	double cost[3];
+	char place[160];
 
 	memset(c, 0, sizeof(*c));
 	c->o = o;
+	c->srvcpu = -1;
 	if (ht_setup(c) < 0)
 		return -1;
 	/* Run-to-run scatter is ±15 %: the full sweep takes kqbench's 11
@@ -1059,6 +1108,7 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 	if (!cells)
 		return -1;
 	ht_syscall_ns(cost);
+	ht_place(c);
 
 	for (int h = 0; h < HT_NH; h++) {
 		struct ht_srv *s = &c->srv[h];
@@ -1153,6 +1203,7 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 out:
 	for (int h = 0; h < HT_NH; h++)
 		srv_stop(&c->srv[h]);
+	ht_unplace(c);
 
 	/* ---- tables ---- */
 	t = bt_new(res, "httpd", "Web server (Lemon §7.2): lighttpd 1.4.69 "
@@ -1246,6 +1297,13 @@ out:
 			    "not measured" : pr <= 1.10 && cr <= 1.10 ?
 			    "yes" : "no");
 		}
+	if (c->srvcpu >= 0)
+		snprintf(place, sizeof(place), "the servers on CPU %d, "
+		    "kqbench, its probe, httperf and the holders on the "
+		    "other CPUs (as the paper's separate client machines)",
+		    c->srvcpu);
+	else
+		snprintf(place, sizeof(place), "none (one CPU)");
 	bt_note(t, "One binary, three handlers (server.event-handler); the "
 	    "same configuration otherwise (stat-cache-engine \"simple\", "
 	    "max-fds %d, max-connections %d, idle timeouts 1 day).  N idle "
@@ -1265,10 +1323,10 @@ out:
 	    "90th percentile of all runs.  CPU: the server's "
 	    "/proc/PID/task/*/schedstat time per reply and per wall second.  "
 	    "syscalls and ioctls per request: one more run under "
-	    "`strace -c -f -p` (not timed).  libkq: %s.\n", c->maxfds,
-	    c->maxfds / 2, c->nmax, HT_HEADROOM, c->secs, c->reps,
-	    HT_PROBE_MS, c->srv[H_KQ].kqlib[0] ? c->srv[H_KQ].kqlib :
-	    "not mapped");
+	    "`strace -c -f -p` (not timed).  Placement: %s.  libkq: %s.\n",
+	    c->maxfds, c->maxfds / 2, c->nmax, HT_HEADROOM, c->secs, c->reps,
+	    HT_PROBE_MS, place, c->srv[H_KQ].kqlib[0] ?
+	    c->srv[H_KQ].kqlib : "not mapped");
 	bt_note(tr, "Ratios are medians of the per-repetition ratios (kqueue "
 	    "run and linux-sysepoll run of the same repetition).  `extra`: "
 	    "the kqueue server's system calls per request minus "
