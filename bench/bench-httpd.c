@@ -668,7 +668,15 @@ srv_start(struct ht_ctx *c, struct ht_srv *s, const char *handler)
 			usleep(5000);
 		if (fd >= 0) {
 			close(fd);
-			/* The server has closed its side of that one? */
+			/* It serves the file (a 200 with all of it), or
+			   nothing it would do is worth measuring. */
+			if (ht_probe(s->port) < 0) {
+				progress("httpd: lighttpd (%s) does not serve "
+				    "%s/www/index.html (see %s/%s.err)\n",
+				    handler, c->dir, c->dir, handler);
+				return -1;
+			}
+			/* The server has closed its side of those? */
 			usleep(100000);
 			s->base_fds = ht_count_fds(s->pid);
 			ht_mapped_kq(s->pid, s->kqlib, sizeof(s->kqlib));
@@ -755,6 +763,16 @@ ht_parse(const char *path, struct ht_run *r)
 	    num_after(text, " transfer ");
 	r->conn_sd_ms = num_after(text, " stddev ");
 	r->errors = (long)num_after(text, "Errors: total ");
+	/*
+	 * A reply that is not the file is an error too: httperf counts an
+	 * error page (a 500 from a server that cannot serve the file) as a
+	 * reply, and the run would measure error pages.
+	 */
+	long ok2xx = (long)num_after(text, " 2xx=");
+	if (ok2xx < 0)
+		return -1;
+	if (r->replies > ok2xx)
+		r->errors += r->replies - ok2xx;
 	return r->requests < 0 || r->replies < 0 || r->errors < 0 ? -1 : 0;
 }
 
@@ -995,7 +1013,17 @@ ht_setup(struct ht_ctx *c)
 	struct stat sb;
 	FILE *f;
 
-	snprintf(c->dir, sizeof(c->dir), "%s/httpd", o->outdir);
+	/*
+	 * An absolute directory: lighttpd answers every request with a 500
+	 * when its document root is a relative path (kqbench's default
+	 * output directory is one).
+	 */
+	if (!realpath(o->outdir, real)) {
+		progress("httpd: %s: %s\n", o->outdir, strerror(errno));
+		return -1;
+	}
+	if (ht_fmt(c->dir, sizeof(c->dir), "%s/httpd", real) < 0)
+		return -1;
 	snprintf(www, sizeof(www), "%s/www", c->dir);
 	if ((mkdir(c->dir, 0777) < 0 && errno != EEXIST) ||
 	    (mkdir(www, 0777) < 0 && errno != EEXIST)) {

@@ -10,9 +10,9 @@
 #
 # Checks, each one line "ok"/"FAIL": kqbench exits 0; httpd.tsv has a row
 # for every handler at N = 0 and N = 4, each with every reply (replies/s
-# > 0, 0 errors), server CPU > 0 and probe replies; the kqueue rows count
-# kq's TCP_INFO of the listener per event (getsockopt/req > 0.5: the
-# handler really ran on kq); the poll and linux-sysepoll rows make no
+# > 0, 0 errors, where a reply other than a 2xx counts as an error), server CPU > 0 and probe replies; the kqueue rows count
+# kq's TCP_INFO of the listener (getsockopt/req > 0: the handler really
+# ran on kq); the poll and linux-sysepoll rows make no
 # getsockopt; httpd-kq.tsv has its
 # two rows; the plots exist (when gnuplot is installed).
 # Ends with "httpd-smoke: N passed, N failed".
@@ -31,7 +31,9 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 make -s -j2 WERROR=1 lib bench >/dev/null || { echo "httpd-smoke: build failed"; echo "httpd-smoke: 0 passed, 1 failed"; exit 1; }
 t0=$(date +%s)
-timeout -k 10 600 build/kqbench --tiny --scenario httpd --out "$out" >"$out/stdout.txt" 2>"$out/stderr.txt"
+# A relative output directory, as kqbench's default (build/bench) is: the
+# scenario must give lighttpd an absolute document root anyway.
+timeout -k 10 600 build/kqbench --tiny --scenario httpd --out "$(realpath --relative-to=. "$out")" >"$out/stdout.txt" 2>"$out/stderr.txt"
 rc=$?
 echo "httpd-smoke: kqbench --tiny --scenario httpd: status $rc in $(($(date +%s) - t0)) s"
 check "kqbench exits 0" [ "$rc" -eq 0 ]
@@ -57,8 +59,11 @@ for n in 0 4; do
 	for h in poll linux-sysepoll kqueue; do
 		check "N=$n $h: every reply, 0 errors, server CPU and probe replies measured" row_ok "$n" "$h"
 	done
-	check "N=$n kqueue over kq: kq's TCP_INFO counted (getsockopt/req $(gso_of $n kqueue) > 0.5)" \
-	    awk -v v="$(gso_of $n kqueue)" 'BEGIN { exit !(v + 0 > 0.5) }'
+	# Not one per request: under strace the server is slow enough that
+	# one listener event can bring several connections (lighttpd accepts
+	# in a loop), so any TCP_INFO at all is the proof.
+	check "N=$n kqueue over kq: kq's TCP_INFO counted (getsockopt/req $(gso_of $n kqueue) > 0)" \
+	    awk -v v="$(gso_of $n kqueue)" 'BEGIN { exit !(v + 0 > 0) }'
 	check "N=$n poll and linux-sysepoll: no getsockopt per request ($(gso_of $n poll), $(gso_of $n linux-sysepoll))" \
 	    awk -v a="$(gso_of $n poll)" -v b="$(gso_of $n linux-sysepoll)" \
 	    'BEGIN { exit !(a != "" && b != "" && a + 0 < 0.5 && b + 0 < 0.5) }'
