@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "kq_int.h"
@@ -174,6 +175,23 @@ close(int fd)
 	return kq_retire(fd, &c);
 }
 
+/*
+ * Can newfd be a dup2/dup3 target under this process's RLIMIT_NOFILE
+ * (Linux: EBADF at or above the soft limit)?  0 with errno set if not.
+ */
+static int
+dup_target_ok(int newfd)
+{
+	struct rlimit rl;
+
+	if (newfd < 0 || (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && (rlim_t)newfd >= rl.rlim_cur)) {
+		errno = EBADF;
+		return 0;
+	}
+	return 1;
+}
+
 KQ_EXPORT int
 dup3(int oldfd, int newfd, int flags)
 {
@@ -185,8 +203,21 @@ dup3(int oldfd, int newfd, int flags)
 		return kq_dup3_raw(oldfd, newfd, flags);
 	if (kq_vforked())
 		return kq_dup3_raw(oldfd, newfd, flags);
-	/* A bad oldfd leaves newfd alone: check it first. */
+	/*
+	 * A dup3 the kernel refuses leaves newfd alone, knotes included, so
+	 * what it would refuse before touching newfd is refused here before
+	 * its knotes are dropped: a bad oldfd, flags other than O_CLOEXEC,
+	 * a newfd at or above RLIMIT_NOFILE.  (Only EBUSY, a number another
+	 * thread is opening right now, cannot be told first; such a number
+	 * has no file, so no knote of a live file is lost.)
+	 */
 	if (fcntl(oldfd, F_GETFD) < 0)
+		return -1;
+	if (flags & ~O_CLOEXEC) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!dup_target_ok(newfd))
 		return -1;
 	if (kq_fdwatched(newfd) && kq_fdclose(newfd)) {
 		/* A kqueue's own descriptor holds the number (Linux's dup2
@@ -354,13 +385,14 @@ KQ_EXPORT int
 close_range(unsigned int first, unsigned int last, int flags)
 {
 	/*
-	 * CLOSE_RANGE_UNSHARE closes in a private copy of the table: the
-	 * kqueues of the threads that keep the shared one stay, and the
-	 * copy needs nothing of kq's.  CLOSE_RANGE_CLOEXEC closes nothing.
+	 * Any flag goes straight to the kernel.  CLOSE_RANGE_UNSHARE closes
+	 * in a private copy of the table: the kqueues of the threads that
+	 * keep the shared one stay, and the copy needs nothing of kq's.
+	 * CLOSE_RANGE_CLOEXEC closes nothing.  A flag the kernel does not
+	 * know makes it fail with EINVAL having closed nothing, so nothing
+	 * of kq's may go either; so does first > last.
 	 */
-	if (((unsigned int)flags & (CLOSE_RANGE_CLOEXEC |
-	    CLOSE_RANGE_UNSHARE)) || first > last || kq_in_lock() ||
-	    kq_vforked())
+	if (flags != 0 || first > last || kq_in_lock() || kq_vforked())
 		return (int)syscall(SYS_close_range, first, last, flags);
 	kq_retire_range(first, last);
 	return kq_close_gaps(first, last, flags);

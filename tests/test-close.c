@@ -3,6 +3,7 @@
  * close_range() remove the knotes of the watched descriptors they close and
  * free the kqueues they close, and leave kqueues below the range working.
  */
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include "helpers.h"
 
@@ -167,6 +168,109 @@ dup2_onto_itself_keeps_the_knote(void **state)
 	close(p[1]);
 }
 
+/* A pipe read end watched by a new kqueue: the kqueue; p gets the pipe. */
+static int
+watched_pipe(int p[2])
+{
+	int kq = t_new_kq();
+	struct kevent ch;
+
+	assert_int_equal(pipe(p), 0);
+	EV_SET(&ch, p[0], EVFILT_READ, EV_ADD, 0, 0, (void *)7);
+	assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), 0);
+	return kq;
+}
+
+/* The knote of p[0] still reports a byte written into the pipe. */
+static void
+assert_knote_reports(int kq, int p[2])
+{
+	struct kevent ev;
+
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &t_zero), 1);
+	assert_int_equal(ev.ident, (uintptr_t)p[0]);
+	assert_ptr_equal(ev.udata, (void *)7);
+}
+
+/* dup3(2): flags other than O_CLOEXEC fail with EINVAL and close nothing. */
+static void
+dup3_with_a_bad_flag_fails_einval_and_keeps_target_knote(void **state)
+{
+	int kq, p[2], q[2];
+
+	(void)state;
+	kq = watched_pipe(p);
+	assert_int_equal(pipe(q), 0);
+	errno = 0;
+	assert_int_equal(dup3(q[0], p[0], O_NONBLOCK), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_true(fcntl(p[0], F_GETFD) >= 0);
+	assert_knote_reports(kq, p);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+}
+
+/* dup2(2): a newfd at or above RLIMIT_NOFILE fails with EBADF; a
+   descriptor above the limit lowered after it was opened keeps its
+   knote. */
+static void
+dup2_beyond_the_descriptor_limit_fails_ebadf_and_keeps_target_knote(void **state)
+{
+	int kq, p[2], q[2], hi, r, e;
+	struct rlimit old, low;
+
+	(void)state;
+	kq = watched_pipe(q);
+	assert_int_equal(pipe(p), 0);
+	hi = fcntl(p[0], F_DUPFD, 200);
+	assert_true(hi >= 200);
+	assert_int_equal(close(p[0]), 0);
+	p[0] = hi;
+	{
+		struct kevent ch;
+
+		EV_SET(&ch, p[0], EVFILT_READ, EV_ADD, 0, 0, (void *)7);
+		assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), 0);
+	}
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 100;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	errno = 0;
+	r = dup2(q[0], hi);
+	e = errno;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(r, -1);
+	assert_int_equal(e, EBADF);
+	assert_knote_reports(kq, p);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+}
+
+/* close_range(2): an unknown flag fails with EINVAL and closes nothing:
+   neither a watched descriptor's knote nor a kqueue goes. */
+static void
+close_range_with_an_unknown_flag_fails_einval_and_closes_nothing(void **state)
+{
+	int kq, p[2];
+
+	(void)state;
+	kq = watched_pipe(p);
+	errno = 0;
+	assert_int_equal(close_range((unsigned)p[0], (unsigned)p[0], 0x80), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(close_range((unsigned)kq, (unsigned)kq, 0x80), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_knote_reports(kq, p);
+	close(p[0]);
+	close(p[1]);
+}
+
 static int
 teardown(void **state)
 {
@@ -184,6 +288,9 @@ main(void)
 		cmocka_unit_test_teardown(dup2_onto_watched_descriptor_drops_its_knote, teardown),
 		cmocka_unit_test_teardown(dup2_from_closed_descriptor_fails_ebadf_and_keeps_target_knote, teardown),
 		cmocka_unit_test_teardown(dup2_onto_itself_keeps_the_knote, teardown),
+		cmocka_unit_test_teardown(dup3_with_a_bad_flag_fails_einval_and_keeps_target_knote, teardown),
+		cmocka_unit_test_teardown(dup2_beyond_the_descriptor_limit_fails_ebadf_and_keeps_target_knote, teardown),
+		cmocka_unit_test_teardown(close_range_with_an_unknown_flag_fails_einval_and_closes_nothing, teardown),
 	};
 
 	return t_run_group(tests, NULL, NULL);
