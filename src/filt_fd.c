@@ -125,13 +125,20 @@ fd_kind(struct kqueue *kq, struct knote *kn)
 	return k;
 }
 
-/* The value of an eventfd's counter, without consuming it. */
-static int64_t
-eventfd_count(int fd)
+/*
+ * The value of an eventfd's counter, without consuming it: 1 with *v set,
+ * or 0 when it cannot be read (its /proc file takes a descriptor: none may
+ * be free).
+ */
+static int
+eventfd_count(int fd, uint64_t *v)
 {
-	unsigned long long v;
+	unsigned long long c;
 
-	return fd_info_field(fd, "eventfd-count:", 16, &v) ? (int64_t)v : 0;
+	if (!fd_info_field(fd, "eventfd-count:", 16, &c))
+		return 0;
+	*v = c;
+	return 1;
 }
 
 /*
@@ -513,9 +520,18 @@ count:
 					return 0;
 				lowat = 0;
 			}
-		} else if (k == K_EVENTFD)
-			data = eventfd_count(fd);
-		else if (k == K_KQUEUE) {
+		} else if (k == K_EVENTFD) {
+			uint64_t v;
+
+			/*
+			 * FreeBSD's filt_eventfdread: data is the counter,
+			 * NOTE_LOWAT is not looked at.  epoll reported it
+			 * readable, so the counter is at least 1 when it
+			 * cannot be read (no descriptor free: LINUX NOTES).
+			 */
+			data = eventfd_count(fd, &v) ? (int64_t)v : 1;
+			lowat = 0;
+		} else if (k == K_KQUEUE) {
 			data = kq_pending(fd);
 			/*
 			 * The inner set woke for nothing it reports (an
@@ -537,12 +553,13 @@ count:
 	return 1;
 }
 
-static int64_t
-write_space(struct kqueue *kq, struct knote *kn)
+static int
+write_space(struct kqueue *kq, struct knote *kn, int64_t *space)
 {
 	int fd = (int)kn->kn_ident, n, r;
 	int k = fd_kind(kq, kn);
 
+	*space = 0;
 	if (k == K_PIPE) {
 		int64_t cap = pipe_cap(kq, kn);
 
@@ -557,7 +574,8 @@ write_space(struct kqueue *kq, struct knote *kn)
 			if ((cap = pipe_cap(kq, kn)) == 0)
 				return 0;
 		}
-		return cap - n > 0 ? cap - n : 0;
+		*space = cap - n > 0 ? cap - n : 0;
+		return 0;
 	}
 	if (k_is_socket(k)) {
 		uint32_t mi[SK_MEMINFO_VARS];
@@ -569,17 +587,34 @@ write_space(struct kqueue *kq, struct knote *kn)
 			return r == -EBADF ? -1 : 0;
 		used = mi[SK_MEMINFO_WMEM_QUEUED] > mi[SK_MEMINFO_WMEM_ALLOC] ?
 		    mi[SK_MEMINFO_WMEM_QUEUED] : mi[SK_MEMINFO_WMEM_ALLOC];
-		return (int64_t)mi[SK_MEMINFO_SNDBUF] - used > 0 ?
+		*space = (int64_t)mi[SK_MEMINFO_SNDBUF] - used > 0 ?
 		    (int64_t)mi[SK_MEMINFO_SNDBUF] - used : 0;
+		return 0;
 	}
-	if (k == K_EVENTFD)
-		return (int64_t)(UINT64_C(0xfffffffffffffffe) -
-		    (uint64_t)eventfd_count(fd));
+	if (k == K_EVENTFD) {
+		uint64_t v;
+
+		/*
+		 * FreeBSD's filt_eventfdwrite: the most that can still be
+		 * added, UINT64_MAX - 1 - counter, as an int64_t (negative
+		 * for a counter below 2^63 - 1: that is FreeBSD's value).
+		 * epoll reported it writable; a counter that cannot be
+		 * read (no descriptor free) counts as 0.
+		 */
+		if (!eventfd_count(fd, &v))
+			v = 0;
+		*space = (int64_t)(UINT64_MAX - 1 - v);
+		return 0;
+	}
 	if (k == K_UNKNOWN && fcntl(fd, F_GETFD) < 0 && errno == EBADF)
 		return -1;	/* fstat failed: the number is closed */
 	return 0;
 }
 
+/*
+ * FreeBSD's filt_sowrite, filt_pipewrite and the like; an eventfd's
+ * (filt_eventfdwrite) ignores NOTE_LOWAT, and its data may be negative.
+ */
 static int
 filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
     struct kevent *out)
@@ -606,13 +641,14 @@ filt_write(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	 * while a dup() kept the file registered.  At EOF nothing else is
 	 * asked, so ask whether it is still open (rare).
 	 */
-	if (eof)
-		data = fcntl(fd, F_GETFD) < 0 && errno == EBADF ? -1 : 0;
-	else
-		data = write_space(kq, kn);
-	if (data < 0)
+	data = 0;
+	if (eof) {
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+			return -1;
+	} else if (write_space(kq, kn, &data) < 0)
 		return -1;
 	if ((kn->kn_sfflags & NOTE_LOWAT) && !eof &&
+	    R_KIND(kn->kn_reg) != K_EVENTFD &&
 	    data < (kn->kn_sdata > 0 ? kn->kn_sdata : 1))
 		return 0;
 	out->data = data;

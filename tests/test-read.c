@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <termios.h>
 #if defined(__linux__) || defined(__FreeBSD__)
@@ -802,6 +803,94 @@ eventfd_data_is_counter_value(void **state)
 	close(kq);
 	close(efd);
 }
+
+/*
+ * An eventfd is writable while its counter is below UINT64_MAX - 1, and
+ * data is what can still be added, UINT64_MAX - 1 - counter, as FreeBSD's
+ * filt_eventfdwrite stores it in the int64_t (negative for a small
+ * counter).  The knote stays: the event repeats, EV_DELETE finds it.
+ */
+static void
+eventfd_write_is_ready_with_the_room_left_as_data(void **state)
+{
+	int kq, efd;
+	struct kevent ev;
+
+	(void)state;
+	efd = eventfd(5, EFD_NONBLOCK);
+	assert_true(efd >= 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, efd, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, efd);
+	assert_int_equal(ev.filter, EVFILT_WRITE);
+	assert_true(ev.data == (int64_t)(UINT64_MAX - 1 - 5));
+	ev = t_expect_one(kq);
+	assert_true(ev.data == (int64_t)(UINT64_MAX - 1 - 5));
+	t_change(kq, efd, EVFILT_WRITE, EV_DELETE, 0, 0, NULL);
+	close(kq);
+	close(efd);
+}
+
+/* FreeBSD's eventfd filters do not look at NOTE_LOWAT: a counter of 1 is
+   reported under a low-water mark of 3. */
+static void
+eventfd_read_ignores_note_lowat(void **state)
+{
+	int kq, efd;
+	struct kevent ev;
+
+	(void)state;
+	efd = eventfd(1, EFD_NONBLOCK);
+	assert_true(efd >= 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, efd, EVFILT_READ, EV_ADD, NOTE_LOWAT, 3, NULL);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 1);
+	close(kq);
+	close(efd);
+}
+
+/*
+ * With no descriptor free, a readable eventfd is still reported (its
+ * counter is read through a /proc file on Linux, which takes one), and
+ * once descriptors are free again its data is the counter.
+ */
+static void
+eventfd_read_reported_when_no_descriptor_is_free(void **state)
+{
+	int kq, efd, n = 0, r, extra[64];
+	struct kevent ev;
+	struct rlimit old, low;
+	uint64_t v = 5;
+
+	(void)state;
+	efd = eventfd(0, EFD_NONBLOCK);
+	assert_true(efd >= 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, efd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(write(efd, &v, sizeof(v)), sizeof(v));
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 5);
+	/* Fill the table up to a lowered limit. */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)(efd > kq ? efd : kq) + 1 + 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 64 && (extra[n] = dup(efd)) >= 0)
+		n++;
+	r = kevent(kq, NULL, 0, &ev, 1, &t_zero);
+	while (n > 0)
+		close(extra[--n]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(r, 1);
+	assert_int_equal(ev.ident, efd);
+	assert_true(ev.data >= 1);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 5);
+	close(kq);
+	close(efd);
+}
 #endif
 
 /* ------------------------------------------------------------------ */
@@ -872,6 +961,9 @@ main(void)
 		cmocka_unit_test(pty_slave_data_is_bytes_written_by_master),
 #ifdef HAVE_EVENTFD
 		cmocka_unit_test(eventfd_data_is_counter_value),
+		cmocka_unit_test(eventfd_write_is_ready_with_the_room_left_as_data),
+		cmocka_unit_test(eventfd_read_ignores_note_lowat),
+		cmocka_unit_test(eventfd_read_reported_when_no_descriptor_is_free),
 #endif
 		cmocka_unit_test(kqueue_data_is_pending_event_count),
 	};
