@@ -215,9 +215,12 @@ mounts_fini(struct kqueue *kq, struct kqsrc *src)
 
 /*
  * Learn the mount of vn's file and make sure the kqueue follows the mount
- * table.  Without /proc or statx, NOTE_REVOKE is never reported.
+ * table.  Without /proc or statx, NOTE_REVOKE is never reported (0: the
+ * knote works without it); a kqueue that cannot follow the table for want
+ * of a descriptor or memory fails the change instead (EMFILE, ENFILE,
+ * ENOMEM), or NOTE_REVOKE would be lost without a word.
  */
-static void
+static int
 mounts_track_made(struct kqueue *kq, struct vnote *vn)
 {
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_MOUNT];
@@ -227,20 +230,24 @@ mounts_track_made(struct kqueue *kq, struct vnote *vn)
 	vn->vn_state |= VS_NOMNT;
 	if (statx((int)vn->vn_kn.kn_ident, "", AT_EMPTY_PATH, STATX_MNT_ID,
 	    &stx) != 0 || !(stx.stx_mask & STATX_MNT_ID))
-		return;
+		return 0;
 	vn->vn_mnt = stx.stx_mnt_id;
 	if (src->ks_ready == NULL) {
-		int fd = kq_nc_open("/proc/self/mountinfo",
+		int e, fd = kq_nc_open("/proc/self/mountinfo",
 		    O_RDONLY | O_CLOEXEC);
 
 		if (fd < 0)
-			return;
-		if ((m = kq_calloc(1, sizeof(*m))) == NULL ||
-		    kq_src_add_ev(kq, KQ_SRC_MOUNT, fd, EPOLLPRI,
-		    mounts_ready) != 0) {
+			return errno == EMFILE || errno == ENFILE ||
+			    errno == ENOMEM ? errno : 0;
+		if ((m = kq_calloc(1, sizeof(*m))) == NULL)
+			e = ENOMEM;
+		else
+			e = kq_src_add_ev(kq, KQ_SRC_MOUNT, fd, EPOLLPRI,
+			    mounts_ready);
+		if (e != 0) {
 			free(m);
 			kq_close_raw(fd);
-			return;
+			return e == EMFILE || e == ENFILE ? e : ENOMEM;
 		}
 		src->ks_arg = m;
 		src->ks_fini = mounts_fini;
@@ -248,25 +255,27 @@ mounts_track_made(struct kqueue *kq, struct vnote *vn)
 	}
 	m = src->ks_arg;
 	if (m == NULL)
-		return;
+		return 0;
 	if (!mounts_has(m, vn->vn_mnt))
 		mounts_read(src->ks_fd, m);	/* mounted since */
 	/* A file of another mount namespace: we cannot see its mount. */
 	if (mounts_has(m, vn->vn_mnt))
 		vn->vn_state &= ~VS_NOMNT;
+	return 0;
 }
 
 /* mounts_track_made() under kq_mkfd_begin(): see registry.c. */
-static void
+static int
 mounts_track(struct kqueue *kq, struct vnote *vn)
 {
-	if (kq->kq_src[KQ_SRC_MOUNT].ks_ready != NULL) {
-		mounts_track_made(kq, vn);
-		return;
-	}
+	int e;
+
+	if (kq->kq_src[KQ_SRC_MOUNT].ks_ready != NULL)
+		return mounts_track_made(kq, vn);
 	kq_mkfd_begin();
-	mounts_track_made(kq, vn);
+	e = mounts_track_made(kq, vn);
 	kq_mkfd_end();
+	return e;
 }
 
 /* ------------------------------------------------------------------ */
@@ -354,6 +363,7 @@ static int
 vn_start(struct kqueue *kq, struct vnote *vn, const struct stat *st)
 {
 	struct knote *kn = &vn->vn_kn;
+	int e;
 
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
 		return EINVAL;
@@ -362,7 +372,8 @@ vn_start(struct kqueue *kq, struct vnote *vn, const struct stat *st)
 	vn->vn_dev = st->st_dev;
 	vn->vn_ino = st->st_ino;
 	vn_cache(vn, st);
-	mounts_track(kq, vn);
+	if ((e = mounts_track(kq, vn)) != 0)
+		return e;
 	return vn_maperr(kq_inotify_set(kq, kn,
 	    vn_inmask(kn->kn_sfflags, vn->vn_state & VS_DIR)));
 }

@@ -444,13 +444,34 @@ note_close_write_on_writer_close(void **state)
  * a lazy unmount in a private mount namespace (the child does it all and
  * reports through its exit status).
  */
+/* The highest descriptor number open in this process. */
 static int
-revoke_child(void)
+max_open_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int hi = 2, self;
+
+	if (d == NULL)
+		return 1024;
+	self = dirfd(d);
+	while ((e = readdir(d)) != NULL) {
+		int n = atoi(e->d_name);
+
+		if (n != self && n > hi)
+			hi = n;
+	}
+	closedir(d);
+	return hi;
+}
+
+static int
+revoke_child(int starve)
 {
 	char dir[] = "/tmp/kqvnode-mnt.XXXXXX", path[128];
 	struct timespec ts = { 2, 0 };
 	struct kevent ev;
-	int fd, kq, n;
+	int fd, kq, n, other;
 
 	if (unshare(CLONE_NEWNS) != 0)
 		return 10;
@@ -467,7 +488,47 @@ revoke_child(void)
 		return 15;
 	EV_SET(&ev, fd, EVFILT_VNODE, EV_ADD | EV_CLEAR,
 	    NOTE_REVOKE | NOTE_WRITE, 0, NULL);
-	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+	if (starve) {
+		/*
+		 * The kqueue already watches another file's growth (on
+		 * Linux: its inotify instance exists), and no descriptor is
+		 * free for the change:
+		 * it either works or fails, and when it fails it works
+		 * once descriptors are free again.
+		 */
+		struct kevent o;
+		struct rlimit old, low;
+
+		char tmpl[] = "/tmp/kqvnode-other.XXXXXX";
+
+		if ((other = mkstemp(tmpl)) < 0)	/* not on that mount */
+			return 22;
+		unlink(tmpl);
+		EV_SET(&o, other, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+		if (kevent(kq, &o, 1, NULL, 0, NULL) != 0)
+			return 23;
+		if (getrlimit(RLIMIT_NOFILE, &old) != 0)
+			return 24;
+		low = old;
+		low.rlim_cur = (rlim_t)max_open_fd() + 1;
+		if (setrlimit(RLIMIT_NOFILE, &low) != 0)
+			return 25;
+		int fill[512], nfill = 0, e;
+
+		while (nfill < 512 &&
+		    (fill[nfill] = open("/dev/null", O_RDONLY)) >= 0)
+			nfill++;	/* the holes below it */
+		n = kevent(kq, &ev, 1, NULL, 0, NULL);
+		e = errno;
+		while (nfill > 0)
+			close(fill[--nfill]);
+		if (n != 0 && e != EMFILE)
+			return 26;
+		if (setrlimit(RLIMIT_NOFILE, &old) != 0)
+			return 27;
+		if (n != 0 && kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+			return 28;
+	} else if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
 		return 16;
 	if (kevent(kq, NULL, 0, &ev, 1, &t_zero) != 0)
 		return 17;
@@ -487,22 +548,37 @@ revoke_child(void)
 }
 
 static void
-note_revoke_and_eof_on_unmount(void **state)
+revoke_in_child(int starve)
 {
 	pid_t pid;
 	int status;
 
-	(void)state;
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		T_EXIT(revoke_child());
+		T_EXIT(revoke_child(starve));
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	if (WEXITSTATUS(status) != 0)
 		fprintf(stderr, "revoke child failed at step %d\n",
 		    WEXITSTATUS(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void
+note_revoke_and_eof_on_unmount(void **state)
+{
+	(void)state;
+	revoke_in_child(0);
+}
+
+/* An EV_ADD made while no descriptor is free either fails with EMFILE or
+   gives a knote that reports NOTE_REVOKE: never a knote that cannot. */
+static void
+note_revoke_reported_or_the_change_fails_when_no_descriptor_is_free(void **state)
+{
+	(void)state;
+	revoke_in_child(1);
 }
 
 /*
@@ -1292,6 +1368,7 @@ main(void)
 		T(note_open_read_close_on_reader),
 		T(note_close_write_on_writer_close),
 		T(note_revoke_and_eof_on_unmount),
+		T(note_revoke_reported_or_the_change_fails_when_no_descriptor_is_free),
 		T(only_requested_notes_are_reported),
 		T(thousands_of_changes_before_a_wait_accumulate),
 		T(dir_note_write_on_entry_created_and_removed),
