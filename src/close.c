@@ -286,98 +286,38 @@ kq_retire_range(unsigned int first, unsigned int last)
 }
 
 /*
- * The descriptors kq itself holds (every kqueue's internal sources and
- * pidfds, the shared signal eventfd) that lie in [first, last], sorted, in
- * a malloc()ed array; *n their count.  closefrom() and close_range() must
- * not close them: kq keeps using them by number, and a kqueue retired by
- * the range itself closes its own when its last user leaves.
+ * close_range() of [first, last] except kq's own descriptors (every
+ * kqueue's internal sources, its knotes' pidfds and timerfds, the shared
+ * signal eventfd): kq keeps using them by number, and a kqueue retired by
+ * the range itself closes its own when its last user leaves.  The look at
+ * them and the closes are one window in which kq makes, releases and
+ * closes none (kq_mkfd_exclude, reg_lock): a number kq made in between
+ * would be closed, handed out again, and used or closed by kq as its own.
  */
-static int *
-kq_protected(unsigned int first, unsigned int last, size_t *n)
-{
-	struct kqueue **all;
-	size_t nkq, cap, i, k, m;
-	int *v, fd;
-
-	/*
-	 * The internal sources of every kqueue, live or being destroyed
-	 * (whose destroy closes them: the range must not), then the pidfds
-	 * of the live ones, then the signal eventfd.
-	 */
-	*n = kq_registry_src_fds(&v);
-	cap = *n;
-	nkq = kq_registry_hold_all(&all);
-	for (i = 0; i < nkq; i++) {
-		struct kqueue *kq = all[i];
-		int self = kq_in_lock();
-
-		if (!self)	/* else a handler interrupted us inside it */
-			KQ_LOCK(kq);
-		m = kq_proc_fds(kq, NULL, 0);
-		if (*n + m + 1 > cap) {
-			int *nv = kq_realloc(v, 2 * (*n + m + 1) * sizeof(*v));
-
-			if (nv != NULL) {
-				v = nv;
-				cap = 2 * (*n + m + 1);
-			}
-		}
-		if (v != NULL && *n + m <= cap)
-			*n += kq_proc_fds(kq, v + *n, cap - *n);
-		if (!self)
-			KQ_UNLOCK(kq);
-		kq_release(kq);
-	}
-	free(all);
-	if ((fd = kq_sig_evfd_peek()) >= 0 && *n == cap) {
-		int *nv = kq_realloc(v, (cap + 1) * sizeof(*v));
-
-		if (nv != NULL) {
-			v = nv;
-			cap++;
-		}
-	}
-	if (fd >= 0 && *n < cap)
-		v[(*n)++] = fd;
-	if (v == NULL) {
-		*n = 0;
-		return NULL;
-	}
-	/* Keep those in range, sorted (a handful: insertion sort). */
-	for (i = k = 0; i < *n; i++)
-		if ((unsigned int)v[i] >= first && (unsigned int)v[i] <= last)
-			v[k++] = v[i];
-	*n = k;
-	for (i = 1; i < k; i++)
-		for (m = i; m > 0 && v[m - 1] > v[m]; m--) {
-			fd = v[m];
-			v[m] = v[m - 1];
-			v[m - 1] = fd;
-		}
-	return v;
-}
-
-/* close_range() of [first, last] except kq's own descriptors. */
 static int
 kq_close_gaps(unsigned int first, unsigned int last, int flags)
 {
-	size_t n, i;
-	int *keep = kq_protected(first, last, &n), r = 0;
 	unsigned int lo = first;
+	long p;
+	int r = 0;
 
-	for (i = 0; i < n && r == 0; i++) {
-		unsigned int p = (unsigned int)keep[i];
-
-		if (p > lo)
-			r = (int)syscall(SYS_close_range, lo, p - 1, flags);
-		if (p >= lo)
-			lo = p + 1;
-		if (lo == 0)	/* p was ~0U */
+	kq_mkfd_exclude();
+	kq_reg_lock();
+	for (;;) {
+		p = kq_registry_own_fd_from_locked(lo);
+		if (p < 0 || (unsigned long)p > last) {
+			r = (int)syscall(SYS_close_range, lo, last, flags);
 			break;
+		}
+		if ((unsigned int)p > lo)
+			r = (int)syscall(SYS_close_range, lo,
+			    (unsigned int)p - 1, flags);
+		if (r != 0 || (unsigned int)p == last)
+			break;
+		lo = (unsigned int)p + 1;
 	}
-	if (r == 0 && lo != 0 && lo <= last)
-		r = (int)syscall(SYS_close_range, lo, last, flags);
-	free(keep);
+	kq_reg_unlock();
+	kq_mkfd_allow();
 	return r;
 }
 

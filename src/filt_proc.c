@@ -801,34 +801,6 @@ filt_procreadd(struct kqueue *kq, struct knote *kn, int epfd)
 	return kq_knsrc_register(epfd, kn, pn->pn_pidfd, EPOLLIN);
 }
 
-/*
- * The pidfds kq holds for kq's EVFILT_PROC knotes, and the timerfds of an
- * event port's PORT_SOURCE_TIMER knotes (close.c keeps them open in
- * closefrom()).  (The timerfds of a port's timers, port.c.)  Called with kq_lock held.  Returns how many were
- * stored in buf (at most max); the count of all of them.
- */
-size_t
-kq_proc_fds(struct kqueue *kq, int *buf, size_t max)
-{
-	size_t b, n = 0;
-	struct knote *kn;
-
-	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
-		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link) {
-			const struct procnote *pn = (const void *)kn;
-			int fd = kn->kn_filter == EVFILT_PROC ? pn->pn_pidfd :
-			    kn->kn_filter == KQ_EVFILT_PORTTIMER ?
-			    port_timer_fd(kn) : -1;	/* a port's timerfd */
-
-			if (fd < 0)
-				continue;
-			if (n < max)
-				buf[n] = fd;
-			n++;
-		}
-	return n;
-}
-
 const struct filterops proc_filtops = {
 	.f_isfd = 0,
 	.f_size = sizeof(struct procnote),

@@ -488,6 +488,28 @@ kq_src_dispatch(struct kqueue *kq, uint64_t key, uint32_t events)
 		src->ks_ready(kq, src, events);
 }
 
+/*
+ * The kqueue's internal sources were closed: release their numbers and
+ * free the bitmap.  With kq_lock and reg_lock held (kq_destroy): a fork()
+ * child and closefrom() (kq_registry_own_fd_from_locked) read the bitmap
+ * under reg_lock or in a child, never while it is emptied or freed.
+ */
+void
+kq_intfd_free(struct kqueue *kq)
+{
+	uint64_t *s;
+	size_t i;
+
+	for (i = 0; i < (size_t)kq->kq_intfdwords; i++)
+		while (kq->kq_intfd[i] != 0)
+			kq_intfd_release(kq, (int)(i * 64) +
+			    __builtin_ctzll(kq->kq_intfd[i]));
+	s = kq->kq_intfd;
+	__atomic_store_n(&kq->kq_intfdwords, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&kq->kq_intfd, NULL, __ATOMIC_RELEASE);
+	free(s);
+}
+
 /* Free every knote and table (kqueue destruction). */
 void
 kq_free_all(struct kqueue *kq)
@@ -521,17 +543,8 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_absorbev = NULL;
 	free(kq->kq_dgmsg);
 	kq->kq_dgmsg = NULL;
-	/* The internal sources close next (the knotes' own are closed). */
-	for (i = 0; i < (size_t)kq->kq_intfdwords; i++)
-		while (kq->kq_intfd[i] != 0)
-			kq_intfd_release(kq, (int)(i * 64) +
-			    __builtin_ctzll(kq->kq_intfd[i]));
-	/* A fork() child reads the bitmap without kq_lock (registry.c):
-	   it is emptied before it is freed. */
-	s = kq->kq_intfd;
-	__atomic_store_n(&kq->kq_intfdwords, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&kq->kq_intfd, NULL, __ATOMIC_RELEASE);
-	free(s);
+	/* The internal sources close next (the knotes' own are closed),
+	   and the bitmap goes with them (kq_intfd_free). */
 	kq->kq_hashmask = 0;
 	kq->kq_nhashed = 0;
 	for (s = kq->kq_slabs; s != NULL; s = next) {

@@ -530,6 +530,8 @@ void		 kq_reg_unlock(void);
 /* Around making an internal descriptor and claiming it (registry.c). */
 void		 kq_mkfd_begin(void);
 void		 kq_mkfd_end(void);
+void		 kq_mkfd_exclude(void);
+void		 kq_mkfd_allow(void);
 /* A vfork() child, whose memory (and kqueues) is its parent's? */
 int		 kq_vforked(void);
 /* port.c's part of the fork handlers, called from registry.c's. */
@@ -543,7 +545,7 @@ struct kqueue	*kq_pool_get(void);
 void		 kq_pool_put(struct kqueue *kq);
 struct kqueue	*kq_registry_find_alias(int fd);
 size_t		 kq_registry_hold_all(struct kqueue ***out);
-size_t		 kq_registry_src_fds(int **out);
+long		 kq_registry_own_fd_from_locked(unsigned int lo);
 void		 kq_all_add(struct kqueue *kq);
 void		 kq_all_remove_locked(struct kqueue *kq);
 int		 kq_registry_orphan(int fd);
@@ -579,6 +581,7 @@ void		 knote_enqueue(struct kqueue *, struct knote *);
 int		 knote_drop(struct kqueue *, struct knote *);
 void		 knote_drop_fd(struct kqueue *, int fd);
 void		 kq_free_all(struct kqueue *);
+void		 kq_intfd_free(struct kqueue *);
 
 /* The knote chain of descriptor fd, or NULL. */
 static inline struct knote *
@@ -707,7 +710,6 @@ extern const struct filterops timer_filtops;	/* filt_timer.c */
 extern const struct filterops user_filtops;	/* filt_user.c */
 extern const struct filterops sig_filtops;	/* filt_signal.c */
 extern const struct filterops proc_filtops;	/* filt_proc.c */
-size_t		 kq_proc_fds(struct kqueue *, int *buf, size_t max);
 extern const struct filterops procdesc_filtops;	/* filt_procdesc.c */
 extern const struct filterops vnode_filtops;	/* filt_vnode.c */
 extern const struct filterops port_fd_filtops;	/* port.c */
@@ -715,7 +717,7 @@ extern const struct filterops port_user_filtops;
 extern const struct filterops port_alert_filtops;
 extern const struct filterops port_file_filtops;
 extern const struct filterops port_timer_filtops;
-int		 port_timer_fd(const struct knote *);	/* port.c */
+long		 kq_port_timer_fd_from(unsigned int lo);	/* port.c */
 
 /* kevent.c: monotonic clock, nanoseconds */
 int64_t		 kq_now_ns(void);

@@ -141,6 +141,7 @@ kq_destroy(struct kqueue *kq)
 		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;
 	}
+	kq_intfd_free(kq);
 	kq_all_remove_locked(kq);
 	kq_reg_unlock();
 	kq->kq_bell_rung = 0;

@@ -428,10 +428,31 @@ pt_of(timer_t t)
 	return p != NULL && atomic_load(&p->pt_inuse) ? p : NULL;
 }
 
-int
-port_timer_fd(const struct knote *kn)
+/*
+ * The lowest timerfd of a port timer at or above lo, or -1: closefrom()'s
+ * look at kq's own descriptors (kq_registry_own_fd_from_locked).  A
+ * timerfd is recorded here from its creation to its close, both inside
+ * maker sections, and is not in any kqueue's bitmap before its knote is
+ * attached.  Lock-free: chunks are never freed.
+ */
+long
+kq_port_timer_fd_from(unsigned int lo)
 {
-	return ((const struct tnote *)(const void *)kn)->tn_fd;
+	long best = -1;
+	int i, j, fd;
+
+	for (i = 0; i < PT_TOP; i++) {
+		struct ptimer *c = atomic_load_explicit(&pt_tab[i],
+		    memory_order_acquire);
+
+		if (c == NULL)
+			break;	/* chunks are made in order */
+		for (j = 0; j < PT_CHUNK; j++)
+			if ((fd = atomic_load(&c[j].pt_tfd)) >= 0 &&
+			    (unsigned int)fd >= lo && (best < 0 || fd < best))
+				best = fd;
+	}
+	return best;
 }
 
 static int

@@ -280,31 +280,55 @@ kq_registry_hold_all(struct kqueue ***out)
 }
 
 /*
- * The internal source descriptors of every kqueue on the live list, also
- * those being destroyed (no reference left to take), in a malloc()ed array
- * (*out); returns the count.  Under reg_lock, where kq_destroy closes them:
- * a listed number stays kq's until the caller is done with it or the
- * destroy closes it itself, never handed to anyone else by the caller.
+ * The lowest descriptor number at or above lo that a kqueue holds for
+ * itself (an internal source, a knote's pidfd or timerfd: kq_intfd), the
+ * shared signal eventfd, or a port timer's timerfd; -1 if none.  With reg_lock held and the
+ * makers shut out (kq_mkfd_exclude): no kqueue makes, claims, releases or
+ * closes one of those then -- the makers wait, kq_create and kq_destroy
+ * need reg_lock -- so a number found stays kq's until the caller lets go.
+ * Reads no kqueue's lock (a maker waiting at the gate may hold it); the
+ * bitmaps are published and freed under reg_lock (kq_intfd_claim,
+ * kq_destroy).  Sources of a kqueue being destroyed count too: it leaves
+ * kq_all only after closing them, under reg_lock.
  */
-size_t
-kq_registry_src_fds(int **out)
+long
+kq_registry_own_fd_from_locked(unsigned int lo)
 {
-	struct kqueue *kq;
-	size_t n = 0, i = 0;
-	int s, *v;
+	const struct kqueue *kq;
+	long best = -1;
+	int s, fd = kq_sig_evfd_peek();
 
-	kq_reg_lock();
-	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext)
-		n += KQ_NSRC;
-	v = n ? malloc(n * sizeof(*v)) : NULL;
-	for (kq = kq_all; v != NULL && kq != NULL; kq = kq->kq_allnext)
-		for (s = 0; s < KQ_NSRC; s++)
-			if (kq->kq_src[s].ks_ready != NULL &&
-			    kq->kq_src[s].ks_fd >= 0)
-				v[i++] = kq->kq_src[s].ks_fd;
-	kq_reg_unlock();
-	*out = v;
-	return i;
+	if (fd >= 0 && (unsigned int)fd >= lo)
+		best = fd;
+	if ((fd = (int)kq_port_timer_fd_from(lo)) >= 0 &&
+	    (best < 0 || fd < best))
+		best = fd;
+	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext) {
+		const uint64_t *bm = __atomic_load_n(&kq->kq_intfd,
+		    __ATOMIC_ACQUIRE);
+		int words = __atomic_load_n(&kq->kq_intfdwords,
+		    __ATOMIC_ACQUIRE), w;
+
+		for (s = 0; s < KQ_NSRC; s++) {
+			fd = kq->kq_src[s].ks_fd;
+			if (kq->kq_src[s].ks_ready != NULL && fd >= 0 &&
+			    (unsigned int)fd >= lo && (best < 0 || fd < best))
+				best = fd;
+		}
+		for (w = (int)(lo / 64); bm != NULL && w < words; w++) {
+			uint64_t b = __atomic_load_n(&bm[w], __ATOMIC_RELAXED);
+
+			if (w == (int)(lo / 64))
+				b &= ~UINT64_C(0) << (lo % 64);
+			if (b != 0) {
+				fd = w * 64 + __builtin_ctzll(b);
+				if (best < 0 || fd < best)
+					best = fd;
+				break;
+			}
+		}
+	}
+	return best;
 }
 
 /*
@@ -444,6 +468,7 @@ kq_registry_orphan(int fd)
  */
 static _Atomic int mk_inside;		/* threads in a maker section */
 static _Atomic int mk_fork;		/* a fork() waits or is under way */
+static _Atomic int mk_closing;		/* closefrom()s in their window */
 static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
 
 /*
@@ -479,6 +504,43 @@ mk_impatient(int64_t *t0)
  */
 static _Thread_local int mk_cancel __attribute__((tls_model("initial-exec")));
 
+/* Must a maker section wait (a fork, or a closefrom's window)? */
+static int
+mk_shut(void)
+{
+	return atomic_load(&mk_fork) || atomic_load(&mk_closing);
+}
+
+/*
+ * closefrom() and close_range() (close.c) between their look at kq's own
+ * descriptors and their close_range() calls: no maker section may run
+ * then, or a descriptor made (or released and closed, its number reused)
+ * in between would be closed behind kq's back, and kq would go on to use,
+ * or close, a number that is no longer its own.  Waits for the sections
+ * under way, as fork() does, with the same patience; a closer that a
+ * signal handler runs inside a section or one of kq's locks does not
+ * wait (it cannot: the section is its own thread's).  The closer takes
+ * reg_lock next (which kq_create and kq_destroy hold while they make or
+ * close descriptors) and no kqueue's lock, so a maker waiting at the
+ * gate with its kqueue's lock held delays it nothing.
+ */
+void
+kq_mkfd_exclude(void)
+{
+	int64_t t0 = 0;
+
+	atomic_fetch_add(&mk_closing, 1);
+	if (!kq_in_lock() && mk_depth == 0)
+		while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
+			sched_yield();
+}
+
+void
+kq_mkfd_allow(void)
+{
+	atomic_fetch_sub(&mk_closing, 1);
+}
+
 void
 kq_mkfd_begin(void)
 {
@@ -488,10 +550,10 @@ kq_mkfd_begin(void)
 		return;
 	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mk_cancel);
 	for (;;) {
-		while (atomic_load(&mk_fork) && !mk_impatient(&t0))
+		while (mk_shut() && !mk_impatient(&t0))
 			sched_yield();
 		atomic_fetch_add(&mk_inside, 1);
-		if (!atomic_load(&mk_fork) || mk_impatient(&t0))
+		if (!mk_shut() || mk_impatient(&t0))
 			return;
 		atomic_fetch_sub(&mk_inside, 1);	/* let the fork go first */
 	}

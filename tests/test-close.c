@@ -3,7 +3,11 @@
  * close_range() remove the knotes of the watched descriptors they close and
  * free the kqueues they close, and leave kqueues below the range working.
  */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include "helpers.h"
 
@@ -271,6 +275,106 @@ close_range_with_an_unknown_flag_fails_einval_and_closes_nothing(void **state)
 	close(p[1]);
 }
 
+/*
+ * closefrom() in one thread while another adds and waits for process
+ * knotes on a kqueue below the range: on FreeBSD the knotes need no
+ * descriptor, so the watcher loses no NOTE_EXIT and gets no error, and the
+ * pipes the first thread opens above the range after each closefrom() are
+ * never closed behind its back.  (On Linux each knote holds a pidfd, made
+ * and closed while the other thread closes everything above LOW.)
+ */
+static atomic_int cf_stop;
+static atomic_long cf_lost, cf_errs, cf_iters;
+
+static void *
+cf_watcher(void *arg)
+{
+	int kq = *(int *)arg;
+
+	while (!atomic_load(&cf_stop)) {
+		struct kevent ch, ev;
+		struct timespec ts = { 2, 0 };
+		pid_t c = fork();
+
+		if (c < 0) {
+			atomic_fetch_add(&cf_errs, 1);
+			break;
+		}
+		if (c == 0) {
+			usleep(1000);
+			T_EXIT(3);
+		}
+		EV_SET(&ch, c, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0, NULL);
+		if (kevent(kq, &ch, 1, NULL, 0, NULL) != 0)
+			atomic_fetch_add(&cf_errs, 1);
+		else if (kevent(kq, NULL, 0, &ev, 1, &ts) != 1 ||
+		    ev.ident != (uintptr_t)c || !(ev.fflags & NOTE_EXIT))
+			atomic_fetch_add(&cf_lost, 1);
+		(void)waitpid(c, NULL, 0);
+		atomic_fetch_add(&cf_iters, 1);
+	}
+	return NULL;
+}
+
+static void
+closefrom_racing_with_process_knotes_closes_nothing_kq_uses(void **state)
+{
+	int kq, low, i, closed = 0, bytes = 0;
+	pthread_t th;
+	time_t end;
+
+	(void)state;
+	kq = t_new_kq();
+	low = open("/dev/null", O_RDONLY);	/* the lowest free number */
+	assert_true(low > kq);
+	assert_int_equal(close(low), 0);
+	atomic_store(&cf_stop, 0);
+	atomic_store(&cf_lost, 0);
+	atomic_store(&cf_errs, 0);
+	atomic_store(&cf_iters, 0);
+	assert_int_equal(pthread_create(&th, NULL, cf_watcher, &kq), 0);
+	end = time(NULL) + 3;
+	while (time(NULL) < end) {
+		int p[4][2], n;
+
+		closefrom(low);
+		for (i = 0; i < 4; i++) {
+			if (pipe(p[i]) != 0) {
+				p[i][0] = -1;
+				continue;
+			}
+			assert_int_equal(write(p[i][1], "0123456789abcdef", 16), 16);
+		}
+		usleep(300);
+		for (i = 0; i < 4; i++) {
+			if (p[i][0] < 0)
+				continue;
+			if (fcntl(p[i][0], F_GETFD) < 0 ||
+			    fcntl(p[i][1], F_GETFD) < 0)
+				closed++;
+			else if (ioctl(p[i][0], FIONREAD, &n) != 0 || n != 16)
+				bytes++;
+		}
+		for (i = 0; i < 4; i++)
+			if (p[i][0] >= 0) {
+				close(p[i][0]);
+				close(p[i][1]);
+			}
+	}
+	atomic_store(&cf_stop, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	if (closed || bytes || atomic_load(&cf_lost) || atomic_load(&cf_errs))
+		fprintf(stderr, "%ld knotes: %d pipes closed, %d pipes "
+		    "changed, %ld exits lost, %ld errors\n",
+		    atomic_load(&cf_iters), closed, bytes,
+		    atomic_load(&cf_lost), atomic_load(&cf_errs));
+	assert_true(atomic_load(&cf_iters) > 0);
+	assert_int_equal(closed, 0);
+	assert_int_equal(bytes, 0);
+	assert_int_equal(atomic_load(&cf_lost), 0);
+	assert_int_equal(atomic_load(&cf_errs), 0);
+}
+
 static int
 teardown(void **state)
 {
@@ -291,6 +395,7 @@ main(void)
 		cmocka_unit_test_teardown(dup3_with_a_bad_flag_fails_einval_and_keeps_target_knote, teardown),
 		cmocka_unit_test_teardown(dup2_beyond_the_descriptor_limit_fails_ebadf_and_keeps_target_knote, teardown),
 		cmocka_unit_test_teardown(close_range_with_an_unknown_flag_fails_einval_and_closes_nothing, teardown),
+		cmocka_unit_test_teardown(closefrom_racing_with_process_knotes_closes_nothing_kq_uses, teardown),
 	};
 
 	return t_run_group(tests, NULL, NULL);
