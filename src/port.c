@@ -639,7 +639,10 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 	   timerfd nothing names (registry.c). */
 	kq_mkfd_begin();
 	tfd = KQ_FDCALL(timerfd_create(clock, TFD_CLOEXEC | TFD_NONBLOCK));
-	error = errno;
+	/* No descriptor or memory for it: POSIX's and illumos's EAGAIN
+	   (the system lacks the resources for another timer). */
+	error = errno == EMFILE || errno == ENFILE || errno == ENOMEM ?
+	    EAGAIN : errno;
 	if (tfd >= 0)
 		atomic_store(&p->pt_tfd, tfd);
 	kq_mkfd_end();

@@ -47,6 +47,7 @@
 #include <stdatomic.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -412,6 +413,42 @@ new_port_timer(int port, void *user)
 	if (timer_create(CLOCK_MONOTONIC, &sev, &t) != 0)
 		fail_msg("timer_create: %s", strerror(errno));
 	return t;
+}
+
+/*
+ * POSIX and illumos: timer_create() without the resources for another
+ * timer fails with EAGAIN -- here with no descriptor free -- and works
+ * again once there are.
+ */
+static void
+timer_sigev_port_with_no_descriptor_free_fails_eagain(void **state)
+{
+	int port = new_port(), fill[512], n = 0, r, e;
+	port_notify_t pn = { .portnfy_port = port, .portnfy_user = NULL };
+	struct sigevent sev;
+	struct rlimit old, low;
+	timer_t t;
+
+	(void)state;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_PORT;
+	sev.sigev_value.sival_ptr = &pn;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 256 + 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 512 && (fill[n] = open("/dev/null", O_RDONLY)) >= 0)
+		n++;
+	errno = 0;
+	r = timer_create(CLOCK_MONOTONIC, &sev, &t);
+	e = errno;
+	while (n > 0)
+		close(fill[--n]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(r, -1);
+	assert_int_equal(e, EAGAIN);
+	t = new_port_timer(port, NULL);
+	assert_int_equal(timer_delete(t), 0);
 }
 
 static void
@@ -1683,6 +1720,7 @@ main(void)
 		T(file_truncation_is_file_trunc),
 		T(file_exceptions_are_reported_even_when_not_asked),
 		T(file_dissociate_and_missing_file),
+		T(timer_sigev_port_with_no_descriptor_free_fails_eagain),
 		T(timer_sigev_port_delivers_timer_events),
 		T(timer_events_count_expirations_since_last_retrieval),
 		T(timer_other_notifications_go_to_the_c_library),
