@@ -4,7 +4,8 @@
  *   altclient ROUNDS GAP_US PORT PID [PORT PID ...]
  *
  * Each round sends one HTTP/1.0 request to each server in turn (a new
- * connection each, read until the server closes), sleeping GAP_US before
+ * connection each, read until the server closes; ALT_KEEPALIVE=1: HTTP/1.1
+ * and the client closes, see request()), sleeping GAP_US before
  * each, so every request wakes a server that slept.  The order rotates
  * every round, so no server always follows the same one.  At the end, per
  * server: the median, 10th and 90th percentile reply time, and the
@@ -57,30 +58,65 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One request to 127.0.0.1:port; its reply time in us, or -1. */
+/* Has buf[0..n) a whole HTTP reply (headers and Content-Length bytes)? */
+static int
+reply_whole(const char *buf, size_t n)
+{
+	const char *end = memmem(buf, n, "\r\n\r\n", 4), *cl;
+
+	if (end == NULL)
+		return 0;
+	cl = memmem(buf, (size_t)(end - buf), "Content-Length:", 15);
+	return cl != NULL && (size_t)(end + 4 - buf) +
+	    strtoul(cl + 15, NULL, 10) <= n;
+}
+
+/*
+ * One request to 127.0.0.1:port; its reply time in us, or -1.  HTTP/1.0,
+ * read until the server closes; with ALT_KEEPALIVE=1 in the environment,
+ * HTTP/1.1 as httperf sends it, and the client closes once the reply is
+ * whole (httperf --num-calls 1: the server keeps the connection and waits
+ * for the client's close).
+ */
 static double
 request(int port)
 {
-	static const char req[] = "GET /index.html HTTP/1.0\r\n\r\n";
+	static const char req0[] = "GET /index.html HTTP/1.0\r\n\r\n";
+	static const char req1[] = "GET /index.html HTTP/1.1\r\n"
+	    "Host: 127.0.0.1\r\n\r\n";
+	static int ka = -1;
 	struct sockaddr_in a = { .sin_family = AF_INET };
-	char buf[4096];
+	char buf[8192];
+	const char *req;
+	size_t got = 0, len;
 	double t0 = now_us();
 	ssize_t r;
 	int fd;
+
+	if (ka < 0)
+		ka = getenv("ALT_KEEPALIVE") != NULL &&
+		    strcmp(getenv("ALT_KEEPALIVE"), "1") == 0;
+	req = ka ? req1 : req0;
+	len = ka ? sizeof(req1) - 1 : sizeof(req0) - 1;
 
 	a.sin_port = htons((unsigned short)port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1) {
+	    write(fd, req, len) != (ssize_t)len) {
 		close(fd);
 		return -1;
 	}
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		;
+	while ((r = read(fd, buf + got, sizeof(buf) - got)) > 0) {
+		got += (size_t)r;
+		if (ka && reply_whole(buf, got))
+			break;
+		if (got == sizeof(buf))
+			got = 0;	/* HTTP/1.0: only the end matters */
+	}
 	close(fd);
-	return r < 0 ? -1 : now_us() - t0;
+	return r < 0 || (ka && r == 0) ? -1 : now_us() - t0;
 }
 
 int
