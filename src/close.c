@@ -211,12 +211,12 @@ dup3(int oldfd, int newfd, int flags)
 	 * thread is opening right now, cannot be told first; such a number
 	 * has no file, so no knote of a live file is lost.)
 	 */
-	if (fcntl(oldfd, F_GETFD) < 0)
-		return -1;
-	if (flags & ~O_CLOEXEC) {
+	if (flags & ~O_CLOEXEC) {	/* the kernel's first check */
 		errno = EINVAL;
 		return -1;
 	}
+	if (fcntl(oldfd, F_GETFD) < 0)
+		return -1;
 	if (!dup_target_ok(newfd))
 		return -1;
 	if (kq_fdwatched(newfd) && kq_fdclose(newfd)) {
@@ -241,6 +241,40 @@ dup2(int oldfd, int newfd)
 }
 
 /*
+ * Drop every knote on a number in [first, last] in every kqueue: one lock
+ * of each kqueue and a walk of its descriptor table over the range (the
+ * table is as long as the highest number it has knotes on), not a lock of
+ * every kqueue for each watched number (kq's own descriptors are counted
+ * as watched: thousands of kqueues made that seconds long).
+ */
+static void
+kq_drop_range(unsigned int first, unsigned int last)
+{
+	struct kqueue **all;
+	size_t n = kq_registry_hold_all(&all), i;
+
+	for (i = 0; i < n; i++) {
+		struct kqueue *kq = all[i];
+		struct knote *kn;
+		long fd, hi;
+
+		/* See kq_fdclose on kq_in_lock. */
+		if (!kq_in_lock()) {
+			KQ_LOCK(kq);
+			hi = (long)kq->kq_fdtabsize - 1;
+			if ((long)last < hi)
+				hi = (long)last;
+			for (fd = (long)first; !kq->kq_dead && fd <= hi; fd++)
+				while ((kn = knote_fdchain(kq, (int)fd)) != NULL)
+					(void)knote_drop(kq, kn);
+			KQ_UNLOCK(kq);
+		}
+		kq_release(kq);
+	}
+	free(all);
+}
+
+/*
  * Drop the knotes of every watched number in [first, last], and retire
  * every kqueue whose number lies there.
  */
@@ -250,21 +284,7 @@ kq_retire_range(unsigned int first, unsigned int last)
 	struct kq_closer c = { SYS_close, -1, 0 };
 	unsigned int i, j;
 
-	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
-	    i <= (last >> REG_CHUNK_SHIFT); i++) {
-		_Atomic uint32_t *w = atomic_load_explicit(&kq_watch_top[i],
-		    memory_order_acquire);
-
-		if (w == NULL)
-			continue;
-		for (j = 0; j < REG_CHUNK; j++) {
-			unsigned int fd = (i << REG_CHUNK_SHIFT) | j;
-
-			if (fd >= first && fd <= last && fd <= INT32_MAX &&
-			    atomic_load_explicit(&w[j], memory_order_relaxed))
-				(void)kq_fdclose((int)fd);
-		}
-	}
+	kq_drop_range(first, last);
 
 	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
 	    i <= (last >> REG_CHUNK_SHIFT); i++) {
@@ -297,24 +317,33 @@ kq_retire_range(unsigned int first, unsigned int last)
 static int
 kq_close_gaps(unsigned int first, unsigned int last, int flags)
 {
+	struct kq_own o;
 	unsigned int lo = first;
-	long p;
-	int r = 0;
+	int i, r = 0;
 
 	kq_mkfd_exclude();
 	kq_reg_lock();
 	for (;;) {
-		p = kq_registry_own_fd_from_locked(lo);
-		if (p < 0 || (unsigned long)p > last) {
-			r = (int)syscall(SYS_close_range, lo, last, flags);
+		/* The next batch of kq's own, all above the last closed. */
+		o.first = lo;
+		o.last = last;
+		kq_registry_own_fds_locked(&o);
+		for (i = 0; i < o.n && r == 0; i++) {
+			unsigned int p = (unsigned int)o.fd[i];
+
+			if (p > lo)
+				r = (int)syscall(SYS_close_range, lo, p - 1,
+				    flags);
+			lo = p + 1;	/* p <= INT_MAX: no wrap */
+		}
+		if (r != 0)
+			break;
+		if (!o.more) {
+			if (lo <= last)
+				r = (int)syscall(SYS_close_range, lo, last,
+				    flags);
 			break;
 		}
-		if ((unsigned int)p > lo)
-			r = (int)syscall(SYS_close_range, lo,
-			    (unsigned int)p - 1, flags);
-		if (r != 0 || (unsigned int)p == last)
-			break;
-		lo = (unsigned int)p + 1;
 	}
 	kq_reg_unlock();
 	kq_mkfd_allow();

@@ -338,29 +338,35 @@ kq_src_register(int epfd, int slot, int fd, uint32_t events)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ? errno : 0;
 }
 
-/* Mark fd as the kqueue's own (see kq_int.h).  Returns 0 or ENOMEM. */
+/*
+ * Mark fd as the kqueue's own (see kq_int.h).  Returns 0 or ENOMEM.
+ *
+ * The bitmap is read without kq_lock by a fork() child (registry.c) and by
+ * closefrom() (kq_registry_own_fd_from_locked), which may run while a port
+ * timer's knote claims its timerfd.  So its words change atomically, a
+ * larger bitmap is complete before it is published (the pointer, then the
+ * word count: a reader loads the count first), and a replaced one is not
+ * freed until the kqueue is destroyed (kq_intfd_free): each allocation
+ * keeps the previous one's address in the word before its first, and the
+ * sizes double, so the chain is at most twice the last one.
+ */
 int
 kq_intfd_claim(struct kqueue *kq, int fd)
 {
 	int w = fd / 64;
-	uint64_t *old;
 
 	KQ_ASSERT(fd >= 0);
 	if (w >= kq->kq_intfdwords) {
 		int nw = kq->kq_intfdwords ? kq->kq_intfdwords : 1;
-		uint64_t *nb;
+		uint64_t *base, *nb, *old = kq->kq_intfd;
 
 		while (nw <= w)
 			nw *= 2;
-		/*
-		 * A fork() child reads the bitmap without kq_lock
-		 * (registry.c): the larger one is complete before it is
-		 * published, and the old one is freed after.
-		 */
-		nb = kq_malloc((size_t)nw * sizeof(*nb));
-		if (nb == NULL)
+		base = kq_malloc((size_t)(nw + 1) * sizeof(*base));
+		if (base == NULL)
 			return ENOMEM;
-		old = kq->kq_intfd;
+		base[0] = (uint64_t)(uintptr_t)(old != NULL ? old - 1 : NULL);
+		nb = base + 1;
 		if (old != NULL)
 			memcpy(nb, old,
 			    (size_t)kq->kq_intfdwords * sizeof(*nb));
@@ -368,13 +374,13 @@ kq_intfd_claim(struct kqueue *kq, int fd)
 		    (size_t)(nw - kq->kq_intfdwords) * sizeof(*nb));
 		__atomic_store_n(&kq->kq_intfd, nb, __ATOMIC_RELEASE);
 		__atomic_store_n(&kq->kq_intfdwords, nw, __ATOMIC_RELEASE);
-		free(old);
 	}
 	/* Counted as watched: close() and dup2() of it come to
 	   kq_fdclose, which refuses them (close.c). */
 	if (kq_fdwatch_add(fd, 1) != 0)
 		return ENOMEM;
-	kq->kq_intfd[w] |= UINT64_C(1) << (fd % 64);
+	__atomic_fetch_or(&kq->kq_intfd[w], UINT64_C(1) << (fd % 64),
+	    __ATOMIC_RELAXED);
 	/*
 	 * The kernel handed us a number the program's knotes still hang
 	 * under: it was closed behind the C library's back.  They go, as
@@ -392,7 +398,8 @@ void
 kq_intfd_release(struct kqueue *kq, int fd)
 {
 	if (kq_intfd_has(kq, (uintptr_t)fd)) {
-		kq->kq_intfd[fd / 64] &= ~(UINT64_C(1) << (fd % 64));
+		__atomic_fetch_and(&kq->kq_intfd[fd / 64],
+		    ~(UINT64_C(1) << (fd % 64)), __ATOMIC_RELAXED);
 		(void)kq_fdwatch_add(fd, -1);
 	}
 }
@@ -504,10 +511,15 @@ kq_intfd_free(struct kqueue *kq)
 		while (kq->kq_intfd[i] != 0)
 			kq_intfd_release(kq, (int)(i * 64) +
 			    __builtin_ctzll(kq->kq_intfd[i]));
-	s = kq->kq_intfd;
+	s = kq->kq_intfd != NULL ? kq->kq_intfd - 1 : NULL;
 	__atomic_store_n(&kq->kq_intfdwords, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&kq->kq_intfd, NULL, __ATOMIC_RELEASE);
-	free(s);
+	while (s != NULL) {	/* this bitmap and the ones it replaced */
+		uint64_t *prev = (uint64_t *)(uintptr_t)s[0];
+
+		free(s);
+		s = prev;
+	}
 }
 
 /* Free every knote and table (kqueue destruction). */

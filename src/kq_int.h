@@ -545,7 +545,18 @@ struct kqueue	*kq_pool_get(void);
 void		 kq_pool_put(struct kqueue *kq);
 struct kqueue	*kq_registry_find_alias(int fd);
 size_t		 kq_registry_hold_all(struct kqueue ***out);
-long		 kq_registry_own_fd_from_locked(unsigned int lo);
+/*
+ * closefrom()'s look at kq's own descriptors (registry.c): a batch of the
+ * smallest in [first, last], sorted.
+ */
+#define KQ_OWNMAX	256
+struct kq_own {
+	unsigned int	 first, last;
+	int		 n, more;
+	int		 fd[KQ_OWNMAX];
+};
+void		 kq_own_add(struct kq_own *, int fd);
+void		 kq_registry_own_fds_locked(struct kq_own *);
 void		 kq_all_add(struct kqueue *kq);
 void		 kq_all_remove_locked(struct kqueue *kq);
 int		 kq_registry_orphan(int fd);
@@ -717,7 +728,7 @@ extern const struct filterops port_user_filtops;
 extern const struct filterops port_alert_filtops;
 extern const struct filterops port_file_filtops;
 extern const struct filterops port_timer_filtops;
-long		 kq_port_timer_fd_from(unsigned int lo);	/* port.c */
+void		 kq_port_timer_fds(struct kq_own *);	/* port.c */
 
 /* kevent.c: monotonic clock, nanoseconds */
 int64_t		 kq_now_ns(void);

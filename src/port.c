@@ -429,17 +429,16 @@ pt_of(timer_t t)
 }
 
 /*
- * The lowest timerfd of a port timer at or above lo, or -1: closefrom()'s
- * look at kq's own descriptors (kq_registry_own_fd_from_locked).  A
- * timerfd is recorded here from its creation to its close, both inside
- * maker sections, and is not in any kqueue's bitmap before its knote is
- * attached.  Lock-free: chunks are never freed.
+ * The port timers' timerfds, into o (kq_own_add): closefrom()'s look at
+ * kq's own descriptors (kq_registry_own_fds_locked).  A timerfd is
+ * recorded here from its creation to its close, both inside maker
+ * sections, and is in no kqueue's bitmap before its knote is attached.
+ * Lock-free: chunks are never freed.
  */
-long
-kq_port_timer_fd_from(unsigned int lo)
+void
+kq_port_timer_fds(struct kq_own *o)
 {
-	long best = -1;
-	int i, j, fd;
+	int i, j;
 
 	for (i = 0; i < PT_TOP; i++) {
 		struct ptimer *c = atomic_load_explicit(&pt_tab[i],
@@ -448,11 +447,8 @@ kq_port_timer_fd_from(unsigned int lo)
 		if (c == NULL)
 			break;	/* chunks are made in order */
 		for (j = 0; j < PT_CHUNK; j++)
-			if ((fd = atomic_load(&c[j].pt_tfd)) >= 0 &&
-			    (unsigned int)fd >= lo && (best < 0 || fd < best))
-				best = fd;
+			kq_own_add(o, atomic_load(&c[j].pt_tfd));
 	}
-	return best;
 }
 
 static int

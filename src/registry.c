@@ -280,55 +280,79 @@ kq_registry_hold_all(struct kqueue ***out)
 }
 
 /*
- * The lowest descriptor number at or above lo that a kqueue holds for
- * itself (an internal source, a knote's pidfd or timerfd: kq_intfd), the
- * shared signal eventfd, or a port timer's timerfd; -1 if none.  With reg_lock held and the
- * makers shut out (kq_mkfd_exclude): no kqueue makes, claims, releases or
- * closes one of those then -- the makers wait, kq_create and kq_destroy
- * need reg_lock -- so a number found stays kq's until the caller lets go.
- * Reads no kqueue's lock (a maker waiting at the gate may hold it); the
- * bitmaps are published and freed under reg_lock (kq_intfd_claim,
- * kq_destroy).  Sources of a kqueue being destroyed count too: it leaves
- * kq_all only after closing them, under reg_lock.
+ * Keep fd in o if it lies in o's range and is among the o->max smallest
+ * seen so far (o->fd sorted, without repeats; o->more once one was
+ * dropped or refused for want of room).
  */
-long
-kq_registry_own_fd_from_locked(unsigned int lo)
+void
+kq_own_add(struct kq_own *o, int fd)
+{
+	int i;
+
+	if (fd < 0 || (unsigned int)fd < o->first || (unsigned int)fd > o->last)
+		return;
+	for (i = o->n; i > 0 && o->fd[i - 1] > fd; i--)
+		;
+	if (i > 0 && o->fd[i - 1] == fd)
+		return;
+	if (i == KQ_OWNMAX) {
+		o->more = 1;
+		return;
+	}
+	if (o->n == KQ_OWNMAX)
+		o->more = 1;	/* the largest goes */
+	else
+		o->n++;
+	memmove(&o->fd[i + 1], &o->fd[i],
+	    (size_t)(o->n - 1 - i) * sizeof(o->fd[0]));
+	o->fd[i] = fd;
+}
+
+/*
+ * The smallest KQ_OWNMAX descriptor numbers in [o->first, o->last] that kq
+ * holds for itself, into o (sorted; o->more if there are others above
+ * them): every kqueue's internal sources and knotes' pidfds and timerfds
+ * (its kq_intfd bitmap), the shared signal eventfd, the port timers'
+ * timerfds.  No allocation: closefrom() takes them a batch at a time.
+ *
+ * With reg_lock held and the makers shut out (kq_mkfd_exclude): no kqueue
+ * makes, claims, releases or closes one of those then -- the makers wait,
+ * kq_create and kq_destroy need reg_lock -- so a number found stays kq's
+ * until the caller lets go.  Reads no kqueue's lock (a maker waiting at
+ * the gate may hold it); the bitmaps change atomically and are freed only
+ * under reg_lock (kq_intfd_claim, kq_intfd_free).  Sources of a kqueue
+ * being destroyed count too: it leaves kq_all only after closing them,
+ * under reg_lock.  One pass over the kqueues.
+ */
+void
+kq_registry_own_fds_locked(struct kq_own *o)
 {
 	const struct kqueue *kq;
-	long best = -1;
-	int s, fd = kq_sig_evfd_peek();
+	int s;
 
-	if (fd >= 0 && (unsigned int)fd >= lo)
-		best = fd;
-	if ((fd = (int)kq_port_timer_fd_from(lo)) >= 0 &&
-	    (best < 0 || fd < best))
-		best = fd;
+	o->n = 0;
+	o->more = 0;
+	kq_own_add(o, kq_sig_evfd_peek());
+	kq_port_timer_fds(o);
 	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext) {
-		const uint64_t *bm = __atomic_load_n(&kq->kq_intfd,
-		    __ATOMIC_ACQUIRE);
+		/* The count first: a bitmap at least that long is published
+		   before it (kq_intfd_claim). */
 		int words = __atomic_load_n(&kq->kq_intfdwords,
 		    __ATOMIC_ACQUIRE), w;
+		const uint64_t *bm = __atomic_load_n(&kq->kq_intfd,
+		    __ATOMIC_ACQUIRE);
 
-		for (s = 0; s < KQ_NSRC; s++) {
-			fd = kq->kq_src[s].ks_fd;
-			if (kq->kq_src[s].ks_ready != NULL && fd >= 0 &&
-			    (unsigned int)fd >= lo && (best < 0 || fd < best))
-				best = fd;
-		}
-		for (w = (int)(lo / 64); bm != NULL && w < words; w++) {
+		for (s = 0; s < KQ_NSRC; s++)
+			if (kq->kq_src[s].ks_ready != NULL)
+				kq_own_add(o, kq->kq_src[s].ks_fd);
+		for (w = (int)(o->first / 64); bm != NULL && w < words &&
+		    (unsigned int)w <= o->last / 64; w++) {
 			uint64_t b = __atomic_load_n(&bm[w], __ATOMIC_RELAXED);
 
-			if (w == (int)(lo / 64))
-				b &= ~UINT64_C(0) << (lo % 64);
-			if (b != 0) {
-				fd = w * 64 + __builtin_ctzll(b);
-				if (best < 0 || fd < best)
-					best = fd;
-				break;
-			}
+			for (; b != 0; b &= b - 1)
+				kq_own_add(o, w * 64 + __builtin_ctzll(b));
 		}
 	}
-	return best;
 }
 
 /*

@@ -209,6 +209,10 @@ dup3_with_a_bad_flag_fails_einval_and_keeps_target_knote(void **state)
 	errno = 0;
 	assert_int_equal(dup3(q[0], p[0], O_NONBLOCK), -1);
 	assert_int_equal(errno, EINVAL);
+	/* The flags are checked before oldfd, as the kernel does. */
+	errno = 0;
+	assert_int_equal(dup3(100000, p[0], O_NONBLOCK), -1);
+	assert_int_equal(errno, EINVAL);
 	assert_true(fcntl(p[0], F_GETFD) >= 0);
 	assert_knote_reports(kq, p);
 	close(p[0]);
