@@ -125,6 +125,19 @@ fdreg_want(struct kqueue *kq, int fd)
 	}
 	if (edge || want == 0)
 		want |= R_ET;
+	/*
+	 * FreeBSD wakes both filters of an eventfd on every read() and
+	 * write() (one knote list), so an EV_CLEAR knote of one direction
+	 * fires again on the other's activity: an EFD_SEMAPHORE read leaves
+	 * it readable, a write leaves it writable.  Linux wakes a write with
+	 * EPOLLIN only and a read with EPOLLOUT only, so an edge-triggered
+	 * registration waits for both.  (Never a level one: the other
+	 * direction's lasting readiness would report it at every wait.)
+	 */
+	if ((want & R_ET) && (want & (R_IN | R_OUT)) &&
+	    (kn = knote_fdchain(kq, fd)) != NULL &&
+	    R_KIND(kn->kn_reg) == K_EVENTFD)
+		want |= R_IN | R_OUT;
 	/* EPOLLEXCLUSIVE cannot be combined with EPOLLONESHOT. */
 	if (dispatch && (want & R_ANYIN) && !(want & R_EXCL))
 		want |= R_ONESHOT;
@@ -456,7 +469,9 @@ fdreg_attach(struct kqueue *kq, struct knote *kn)
 	struct knote *other = knote_fdchain(kq, (int)kn->kn_ident);
 	uint32_t cur = 0;
 
-	/* kn is already linked; any other knote carries the state. */
+	/* kn is already linked; any other knote carries the state, else
+	   kn carries what is known of the file (its kind). */
+	cur = kn->kn_reg & R_FILEMASK;
 	for (; other != NULL; other = other->kn_link)
 		if (other != kn) {
 			cur = other->kn_reg;

@@ -302,7 +302,18 @@ listen_backlog(struct kqueue *kq, struct knote *kn, int *listener)
 static int
 filt_fdattach(struct kqueue *kq, struct knote *kn)
 {
-	int e = fdreg_attach(kq, kn);
+	int e;
+
+	/*
+	 * An EV_CLEAR knote's registration is edge-triggered, and what it
+	 * waits for depends on the descriptor's kind (fdreg_want: an
+	 * eventfd's both directions), so the kind is learnt now rather
+	 * than at the first event -- the same system call, made earlier.
+	 */
+	if ((kn->kn_flags & EV_CLEAR) && R_KIND(kn->kn_reg) == K_UNKNOWN &&
+	    (kn->kn_filter == EVFILT_READ || kn->kn_filter == EVFILT_WRITE))
+		(void)fd_kind(kq, kn);
+	e = fdreg_attach(kq, kn);
 
 	if (e == EINVAL && (kn->kn_flags & EV_WAKEONE))
 		return EINVAL;

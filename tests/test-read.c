@@ -832,6 +832,50 @@ eventfd_write_is_ready_with_the_room_left_as_data(void **state)
 	close(efd);
 }
 
+/*
+ * FreeBSD wakes both of an eventfd's filters on every read() and write():
+ * an EV_CLEAR WRITE knote fires again after a write (it can still be
+ * written to), and an EV_CLEAR READ knote of an EFD_SEMAPHORE eventfd
+ * fires again after a read that leaves the counter above 0.
+ */
+static void
+eventfd_clear_knotes_fire_again_on_the_other_directions_activity(void **state)
+{
+	int kq, efd, sem;
+	uint64_t v = 5;
+	struct kevent ev;
+
+	(void)state;
+	efd = eventfd(0, EFD_NONBLOCK);
+	sem = eventfd(4, EFD_NONBLOCK | EFD_SEMAPHORE);
+	assert_true(efd >= 0 && sem >= 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, efd, EVFILT_WRITE, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	assert_true(ev.data == (int64_t)(UINT64_MAX - 1));
+	t_expect_none(kq);
+	assert_int_equal(write(efd, &v, sizeof(v)), sizeof(v));
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, efd);
+	assert_true(ev.data == (int64_t)(UINT64_MAX - 1 - 5));
+	t_expect_none(kq);
+
+	t_change(kq, sem, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, sem);
+	assert_int_equal(ev.data, 4);
+	t_expect_none(kq);
+	assert_int_equal(read(sem, &v, sizeof(v)), sizeof(v));
+	assert_int_equal(v, 1);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, sem);
+	assert_int_equal(ev.data, 3);
+	t_expect_none(kq);
+	close(kq);
+	close(efd);
+	close(sem);
+}
+
 /* FreeBSD's eventfd filters do not look at NOTE_LOWAT: a counter of 1 is
    reported under a low-water mark of 3. */
 static void
@@ -962,6 +1006,7 @@ main(void)
 #ifdef HAVE_EVENTFD
 		cmocka_unit_test(eventfd_data_is_counter_value),
 		cmocka_unit_test(eventfd_write_is_ready_with_the_room_left_as_data),
+		cmocka_unit_test(eventfd_clear_knotes_fire_again_on_the_other_directions_activity),
 		cmocka_unit_test(eventfd_read_ignores_note_lowat),
 		cmocka_unit_test(eventfd_read_reported_when_no_descriptor_is_free),
 #endif
