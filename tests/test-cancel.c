@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <netinet/in.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 
 #include "helpers.h"
 
@@ -427,6 +428,72 @@ pending_cancellation_acts_at_kevent_with_room_and_close_only(void **state)
 	}
 }
 
+/*
+ * The process's only thread, asleep in kevent() with no timeout, is
+ * cancelled by its own signal handler (pthread_cancel of itself): the wait
+ * acts on it, as libthr's does after the handler returns: the thread's
+ * cleanup runs and kevent() never returns.  The kqueue is not left
+ * locked: a kevent() from the cleanup handler works.
+ */
+static int sc_pipe[2], sc_kq;
+
+static void
+sc_handler(int sig)
+{
+	(void)sig;
+	(void)pthread_cancel(pthread_self());
+}
+
+static void
+sc_cleanup(void *arg)
+{
+	struct kevent ev;
+	char c = kevent(sc_kq, NULL, 0, &ev, 1, &t_zero) == 0 ? 'C' : 'L';
+
+	(void)arg;
+	(void)write(sc_pipe[1], &c, 1);
+	T_EXIT(0);
+}
+
+static void
+the_only_thread_waiting_is_cancelled_by_its_own_signal_handler(void **state)
+{
+	pid_t pid;
+	int st;
+	char c = 0;
+
+	(void)state;
+	assert_int_equal(pipe(sc_pipe), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sigaction sa;
+		struct itimerval it = { { 0, 0 }, { 0, 50000 } };
+		struct kevent ev;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = sc_handler;
+		sigemptyset(&sa.sa_mask);
+		if ((sc_kq = kqueue()) < 0 ||
+		    sigaction(SIGALRM, &sa, NULL) != 0)
+			T_EXIT(3);
+		alarm(10);	/* never answered: SIGALRM again, later */
+		(void)setitimer(ITIMER_REAL, &it, NULL);
+		pthread_cleanup_push(sc_cleanup, NULL);
+		(void)kevent(sc_kq, NULL, 0, &ev, 1, NULL);
+		pthread_cleanup_pop(0);
+		c = 'R';	/* returned instead */
+		(void)write(sc_pipe[1], &c, 1);
+		T_EXIT(2);
+	}
+	close(sc_pipe[1]);
+	assert_int_equal(read(sc_pipe[0], &c, 1), 1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(sc_pipe[0]);
+	assert_int_equal(c, 'C');
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int
 main(void)
 {
@@ -436,6 +503,7 @@ main(void)
 		cmocka_unit_test(waiter_cancelled_as_an_event_arrives_never_takes_the_event_with_it),
 		cmocka_unit_test(blocked_kevent_with_any_timeout_acts_on_cancellation_at_once),
 		cmocka_unit_test(pending_cancellation_acts_at_kevent_with_room_and_close_only),
+		cmocka_unit_test(the_only_thread_waiting_is_cancelled_by_its_own_signal_handler),
 	};
 
 	return t_run_group(tests, NULL, NULL);
