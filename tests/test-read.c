@@ -805,6 +805,22 @@ eventfd_data_is_counter_value(void **state)
 }
 
 /*
+ * A new kqueue (*kq) with a knote of filter on a new non-blocking eventfd
+ * whose counter starts at init; returns the eventfd.
+ */
+static int
+eventfd_watched(unsigned int init, int filter, int fflags, int64_t data,
+    int *kq)
+{
+	int efd = eventfd(init, EFD_NONBLOCK);
+
+	assert_true(efd >= 0);
+	assert_true((*kq = kqueue()) >= 0);
+	t_change(*kq, efd, filter, EV_ADD, fflags, data, NULL);
+	return efd;
+}
+
+/*
  * An eventfd is writable while its counter is below UINT64_MAX - 1, and
  * data is what can still be added, UINT64_MAX - 1 - counter, as FreeBSD's
  * filt_eventfdwrite stores it in the int64_t (negative for a small
@@ -817,10 +833,7 @@ eventfd_write_is_ready_with_the_room_left_as_data(void **state)
 	struct kevent ev;
 
 	(void)state;
-	efd = eventfd(5, EFD_NONBLOCK);
-	assert_true(efd >= 0);
-	assert_true((kq = kqueue()) >= 0);
-	t_change(kq, efd, EVFILT_WRITE, EV_ADD, 0, 0, NULL);
+	efd = eventfd_watched(5, EVFILT_WRITE, 0, 0, &kq);
 	ev = t_expect_one(kq);
 	assert_int_equal(ev.ident, efd);
 	assert_int_equal(ev.filter, EVFILT_WRITE);
@@ -885,10 +898,7 @@ eventfd_read_ignores_note_lowat(void **state)
 	struct kevent ev;
 
 	(void)state;
-	efd = eventfd(1, EFD_NONBLOCK);
-	assert_true(efd >= 0);
-	assert_true((kq = kqueue()) >= 0);
-	t_change(kq, efd, EVFILT_READ, EV_ADD, NOTE_LOWAT, 3, NULL);
+	efd = eventfd_watched(1, EVFILT_READ, NOTE_LOWAT, 3, &kq);
 	ev = t_expect_one(kq);
 	assert_int_equal(ev.data, 1);
 	close(kq);
@@ -909,10 +919,7 @@ eventfd_read_reported_when_no_descriptor_is_free(void **state)
 	uint64_t v = 5;
 
 	(void)state;
-	efd = eventfd(0, EFD_NONBLOCK);
-	assert_true(efd >= 0);
-	assert_true((kq = kqueue()) >= 0);
-	t_change(kq, efd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	efd = eventfd_watched(0, EVFILT_READ, 0, 0, &kq);
 	assert_int_equal(write(efd, &v, sizeof(v)), sizeof(v));
 	ev = t_expect_one(kq);
 	assert_int_equal(ev.data, 5);
