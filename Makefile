@@ -102,10 +102,19 @@ $(B)/libkq.so: $(LIB_OBJS) src/libkq.map
 
 # The static archive holds one pre-linked object whose only global symbols
 # are the public API, so libkq's internals never clash with a program's.
+# And the comdat symbols the compiler shares between objects: made local,
+# a program's own copy of DW.ref.__gcc_personality_v0 (any C program built
+# with -fexceptions) wins the comdat group at the final link and libkq's
+# unwind tables point at a discarded section -- a pthread_cancel() of a
+# thread in kevent() then crashed in the unwinder (test-cancel is built
+# with -fexceptions to keep it so).
+LIB_COMDAT := DW.ref.__gcc_personality_v0
+$(B)/tests/test-cancel: CFLAGS += -fexceptions
+
 $(B)/libkq.a: $(LIB_OBJS) Makefile
 	rm -f $@
 	ld -r -o $(B)/libkq-all.o $(LIB_OBJS)
-	objcopy $(addprefix --keep-global-symbol=,$(LIB_EXPORTS)) \
+	objcopy $(addprefix --keep-global-symbol=,$(LIB_EXPORTS) $(LIB_COMDAT)) \
 	    $(B)/libkq-all.o
 	ar rcs $@ $(B)/libkq-all.o
 

@@ -125,6 +125,9 @@ fdreg_want(struct kqueue *kq, int fd)
 	}
 	if (edge || want == 0)
 		want |= R_ET;
+	/* EPOLLEXCLUSIVE cannot be combined with EPOLLONESHOT. */
+	if (dispatch && (want & R_ANYIN) && !(want & R_EXCL))
+		want |= R_ONESHOT;
 	/*
 	 * FreeBSD wakes both filters of an eventfd on every read() and
 	 * write() (one knote list), so an EV_CLEAR knote of one direction
@@ -132,15 +135,15 @@ fdreg_want(struct kqueue *kq, int fd)
 	 * it readable, a write leaves it writable.  Linux wakes a write with
 	 * EPOLLIN only and a read with EPOLLOUT only, so an edge-triggered
 	 * registration waits for both.  (Never a level one: the other
-	 * direction's lasting readiness would report it at every wait.)
+	 * direction's lasting readiness would report it at every wait; nor
+	 * a one-shot one: every re-arm of an EV_DISPATCH knote would fire at
+	 * once on it, and the knote re-arm it again, for ever.)
 	 */
-	if ((want & R_ET) && (want & (R_IN | R_OUT)) &&
+	if ((want & R_ET) && !(want & R_ONESHOT) &&
+	    (want & (R_IN | R_OUT)) &&
 	    (kn = knote_fdchain(kq, fd)) != NULL &&
 	    R_KIND(kn->kn_reg) == K_EVENTFD)
 		want |= R_IN | R_OUT;
-	/* EPOLLEXCLUSIVE cannot be combined with EPOLLONESHOT. */
-	if (dispatch && (want & R_ANYIN) && !(want & R_EXCL))
-		want |= R_ONESHOT;
 	for (kn = knote_fdchain(kq, fd); kn != NULL; kn = kn->kn_link) {
 		if ((want & R_ET) && !(kn->kn_flags & EV_CLEAR) &&
 		    kn->kn_filter != EVFILT_EMPTY && fdreg_uses(kn))

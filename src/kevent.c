@@ -47,7 +47,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/single_threaded.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -794,27 +793,6 @@ kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
 	struct kq_waiter w = { kq, held, ev, n, seq };
 	int i, r, type;
 
-	if (__libc_single_threaded) {
-		/*
-		 * The process's only thread: nothing but a signal handler on
-		 * it, during the wait, can ask for its cancellation, and the
-		 * wait then ends with EINTR (an epoll wait is never restarted
-		 * after a handler), having taken no event.  So it sleeps
-		 * deferred-cancellable, without the two calls that switch the
-		 * type, and acts on a pending request after EINTR: with an
-		 * event taken it returns, as libthr does, and the next
-		 * cancellation point acts.  (No thread can be made while it
-		 * sleeps; a handler may not make one.)
-		 */
-		r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns);
-		if (r == -EINTR) {
-			ev[0].data.u64 = KQ_EV_UNSET;	/* nothing to put back */
-			pthread_cleanup_push(kq_wait_cancelled, &w);
-			kq_hot.testcancel();
-			pthread_cleanup_pop(0);
-		}
-		return r;
-	}
 	for (i = 0; i < n; i++)
 		ev[i].data.u64 = KQ_EV_UNSET;
 	pthread_cleanup_push(kq_wait_cancelled, &w);

@@ -889,6 +889,52 @@ eventfd_clear_knotes_fire_again_on_the_other_directions_activity(void **state)
 	close(sem);
 }
 
+/* Thread CPU time in ns. */
+static int64_t
+efd_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/*
+ * An EV_CLEAR|EV_DISPATCH knote of an eventfd whose own condition does
+ * not hold, while the other direction's does (a READ knote on an empty
+ * counter, which is writable; a WRITE knote on a full one, which is
+ * readable), is not ready: a 300 ms wait returns nothing and sleeps, it
+ * does not spin on the other direction.
+ */
+static void
+eventfd_dispatch_clear_knote_sleeps_while_only_the_other_direction_is_ready(void **state)
+{
+	int kq, efd, i;
+	uint64_t v = UINT64_MAX - 1;
+	struct kevent ev;
+	struct timespec ms300 = { 0, 300000000 };
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		int64_t c0;
+
+		efd = eventfd(0, EFD_NONBLOCK);
+		assert_true(efd >= 0);
+		if (i == 1)
+			assert_int_equal(write(efd, &v, sizeof(v)), sizeof(v));
+		assert_true((kq = kqueue()) >= 0);
+		t_change(kq, efd, i == 0 ? EVFILT_READ : EVFILT_WRITE,
+		    EV_ADD | EV_CLEAR | EV_DISPATCH, 0, 0, NULL);
+		c0 = efd_cpu_ns();
+		assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &ms300), 0);
+		if (efd_cpu_ns() - c0 > 150000000)
+			fail_msg("a 300 ms wait used %lld ms of CPU",
+			    (long long)((efd_cpu_ns() - c0) / 1000000));
+		close(kq);
+		close(efd);
+	}
+}
+
 /* FreeBSD's eventfd filters do not look at NOTE_LOWAT: a counter of 1 is
    reported under a low-water mark of 3. */
 static void
@@ -1014,6 +1060,7 @@ main(void)
 		cmocka_unit_test(eventfd_data_is_counter_value),
 		cmocka_unit_test(eventfd_write_is_ready_with_the_room_left_as_data),
 		cmocka_unit_test(eventfd_clear_knotes_fire_again_on_the_other_directions_activity),
+		cmocka_unit_test(eventfd_dispatch_clear_knote_sleeps_while_only_the_other_direction_is_ready),
 		cmocka_unit_test(eventfd_read_ignores_note_lowat),
 		cmocka_unit_test(eventfd_read_reported_when_no_descriptor_is_free),
 #endif
