@@ -109,7 +109,7 @@ $(B)/libkq.so: $(LIB_OBJS) src/libkq.map
 # thread in kevent() then crashed in the unwinder (test-cancel is built
 # with -fexceptions to keep it so).
 LIB_COMDAT := DW.ref.__gcc_personality_v0
-$(B)/tests/test-cancel: CFLAGS += -fexceptions
+$(B)/tests/test-cancel: private CFLAGS += -fexceptions
 
 $(B)/libkq.a: $(LIB_OBJS) Makefile
 	rm -f $@
