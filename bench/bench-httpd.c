@@ -668,17 +668,22 @@ srv_start(struct ht_ctx *c, struct ht_srv *s, const char *handler)
 			usleep(5000);
 		if (fd >= 0) {
 			close(fd);
-			/* It serves the file (a 200 with all of it), or
-			   nothing it would do is worth measuring. */
+			/* The server has closed its side of that one? */
+			usleep(100000);
+			s->base_fds = ht_count_fds(s->pid);
+			/*
+			 * It serves the file (a 200 with all of it), or
+			 * nothing it would do is worth measuring.  (After
+			 * the count: lighttpd may keep the file open for a
+			 * while, and the idle check wants no fewer than
+			 * base_fds + N.)
+			 */
 			if (ht_probe(s->port) < 0) {
 				progress("httpd: lighttpd (%s) does not serve "
 				    "%s/www/index.html (see %s/%s.err)\n",
 				    handler, c->dir, c->dir, handler);
 				return -1;
 			}
-			/* The server has closed its side of those? */
-			usleep(100000);
-			s->base_fds = ht_count_fds(s->pid);
 			ht_mapped_kq(s->pid, s->kqlib, sizeof(s->kqlib));
 			return s->base_fds > 0 ? 0 : -1;
 		}
