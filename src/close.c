@@ -112,6 +112,17 @@ kq_retire(int fd, const struct kq_closer *c)
 	return r;
 }
 
+/* Drop every knote of kq on number fd, with kq_lock held (FreeBSD's
+   knote_fdclose for one kqueue). */
+static void
+kq_drop_number(struct kqueue *kq, int fd)
+{
+	struct knote *kn;
+
+	while ((kn = knote_fdchain(kq, fd)) != NULL)
+		(void)knote_drop(kq, kn);
+}
+
 /*
  * Number fd is about to be closed (or replaced): drop every knote on it in
  * every kqueue, as FreeBSD's knote_fdclose() does.  Their registrations
@@ -128,7 +139,6 @@ kq_fdclose(int fd)
 
 	for (i = 0; i < n; i++) {
 		struct kqueue *kq = all[i];
-		struct knote *kn;
 
 		/* From a signal handler that interrupted this thread inside
 		   that kqueue's lock: leave its knotes stale (found later,
@@ -136,8 +146,7 @@ kq_fdclose(int fd)
 		if (!kq_in_lock()) {
 			KQ_LOCK(kq);
 			if (!kq->kq_dead) {
-				while ((kn = knote_fdchain(kq, fd)) != NULL)
-					(void)knote_drop(kq, kn);
+				kq_drop_number(kq, fd);
 				if (kq_intfd_has(kq, (uintptr_t)fd))
 					internal = 1;
 			}
@@ -255,7 +264,6 @@ kq_drop_range(unsigned int first, unsigned int last)
 
 	for (i = 0; i < n; i++) {
 		struct kqueue *kq = all[i];
-		struct knote *kn;
 		long fd, hi;
 
 		/* See kq_fdclose on kq_in_lock. */
@@ -265,8 +273,7 @@ kq_drop_range(unsigned int first, unsigned int last)
 			if ((long)last < hi)
 				hi = (long)last;
 			for (fd = (long)first; !kq->kq_dead && fd <= hi; fd++)
-				while ((kn = knote_fdchain(kq, (int)fd)) != NULL)
-					(void)knote_drop(kq, kn);
+				kq_drop_number(kq, (int)fd);
 			KQ_UNLOCK(kq);
 		}
 		kq_release(kq);

@@ -470,11 +470,10 @@ int
 fdreg_attach(struct kqueue *kq, struct knote *kn)
 {
 	struct knote *other = knote_fdchain(kq, (int)kn->kn_ident);
-	uint32_t cur = 0;
+	uint32_t cur = kn->kn_reg & R_FILEMASK;
 
 	/* kn is already linked; any other knote carries the state, else
 	   kn carries what is known of the file (its kind). */
-	cur = kn->kn_reg & R_FILEMASK;
 	for (; other != NULL; other = other->kn_link)
 		if (other != kn) {
 			cur = other->kn_reg;

@@ -342,7 +342,7 @@ kq_src_register(int epfd, int slot, int fd, uint32_t events)
  * Mark fd as the kqueue's own (see kq_int.h).  Returns 0 or ENOMEM.
  *
  * The bitmap is read without kq_lock by a fork() child (registry.c) and by
- * closefrom() (kq_registry_own_fd_from_locked), which may run while a port
+ * closefrom() (kq_registry_own_fds_locked), which may run while a port
  * timer's knote claims its timerfd.  So its words change atomically, a
  * larger bitmap is complete before it is published (the pointer, then the
  * word count: a reader loads the count first), and a replaced one is not
@@ -498,7 +498,7 @@ kq_src_dispatch(struct kqueue *kq, uint64_t key, uint32_t events)
 /*
  * The kqueue's internal sources were closed: release their numbers and
  * free the bitmap.  With kq_lock and reg_lock held (kq_destroy): a fork()
- * child and closefrom() (kq_registry_own_fd_from_locked) read the bitmap
+ * child and closefrom() (kq_registry_own_fds_locked) read the bitmap
  * under reg_lock or in a child, never while it is emptied or freed.
  */
 void

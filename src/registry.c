@@ -280,7 +280,7 @@ kq_registry_hold_all(struct kqueue ***out)
 }
 
 /*
- * Keep fd in o if it lies in o's range and is among the o->max smallest
+ * Keep fd in o if it lies in o's range and is among the KQ_OWNMAX smallest
  * seen so far (o->fd sorted, without repeats; o->more once one was
  * dropped or refused for want of room).
  */
@@ -528,6 +528,22 @@ mk_impatient(int64_t *t0)
  */
 static _Thread_local int mk_cancel __attribute__((tls_model("initial-exec")));
 
+/*
+ * Wait, with MK_PATIENCE, for the maker sections under way to end (new
+ * ones wait at the gate the caller has just shut): not from inside a
+ * section or one of kq's locks, which a signal handler may have
+ * interrupted on this very thread.
+ */
+static void
+mk_drain(void)
+{
+	int64_t t0 = 0;
+
+	if (!kq_in_lock() && mk_depth == 0)
+		while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
+			sched_yield();
+}
+
 /* Must a maker section wait (a fork, or a closefrom's window)? */
 static int
 mk_shut(void)
@@ -551,12 +567,8 @@ mk_shut(void)
 void
 kq_mkfd_exclude(void)
 {
-	int64_t t0 = 0;
-
 	atomic_fetch_add(&mk_closing, 1);
-	if (!kq_in_lock() && mk_depth == 0)
-		while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
-			sched_yield();
+	mk_drain();
 }
 
 void
@@ -595,13 +607,10 @@ kq_mkfd_end(void)
 static void
 reg_atfork_prepare(void)
 {
-	int64_t t0 = 0;
 	unsigned bit;
 
 	atomic_store(&mk_fork, 1);
-	if (!kq_in_lock() && mk_depth == 0)
-		while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
-			sched_yield();
+	mk_drain();
 	bit = 1u << (fork_nest++ & 31);
 	if (kq_port_atfork_prepare())
 		fork_took_pt |= bit;

@@ -37,6 +37,16 @@ void	__gcov_dump(void);
 #define T_EXIT(c)	_exit(c)
 #endif
 
+/* CPU time of the calling thread, in nanoseconds (a wait that spins). */
+static inline int64_t
+t_thread_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 /*
  * Descriptor bookkeeping: a test tracks what it opens, and the group's
  * teardown closes it with t_close_tracked(), also when an assertion fails

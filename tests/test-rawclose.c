@@ -451,26 +451,16 @@ kevent_on_kqueue_number_reused_behind_libc_fails(void **state)
 	assert_memory_equal(buf, "ok", 2);
 }
 
-/* CPU time of the calling thread, in nanoseconds. */
-static int64_t
-thread_cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* A wait of ms on kq that must return n events and sleep, not spin. */
 static int
 sleeps(int kq, int n, int ms)
 {
 	struct kevent ev[64];
-	int64_t c0 = thread_cpu_ns(), c1;
+	int64_t c0 = t_thread_cpu_ns(), c1;
 	int r = kevent(kq, NULL, 0, ev, 64,
 	    &(struct timespec){ ms / 1000, (ms % 1000) * 1000000L });
 
-	c1 = thread_cpu_ns();
+	c1 = t_thread_cpu_ns();
 	if (r != n) {
 		fprintf(stderr, "kevent: %d (expected %d)\n", r, n);
 		return 0;

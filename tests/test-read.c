@@ -889,16 +889,6 @@ eventfd_clear_knotes_fire_again_on_the_other_directions_activity(void **state)
 	close(sem);
 }
 
-/* Thread CPU time in ns. */
-static int64_t
-efd_cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /*
  * An EV_CLEAR|EV_DISPATCH knote of an eventfd whose own condition does
  * not hold, while the other direction's does (a READ knote on an empty
@@ -925,11 +915,11 @@ eventfd_dispatch_clear_knote_sleeps_while_only_the_other_direction_is_ready(void
 		assert_true((kq = kqueue()) >= 0);
 		t_change(kq, efd, i == 0 ? EVFILT_READ : EVFILT_WRITE,
 		    EV_ADD | EV_CLEAR | EV_DISPATCH, 0, 0, NULL);
-		c0 = efd_cpu_ns();
+		c0 = t_thread_cpu_ns();
 		assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &ms300), 0);
-		if (efd_cpu_ns() - c0 > 150000000)
+		if (t_thread_cpu_ns() - c0 > 150000000)
 			fail_msg("a 300 ms wait used %lld ms of CPU",
-			    (long long)((efd_cpu_ns() - c0) / 1000000));
+			    (long long)((t_thread_cpu_ns() - c0) / 1000000));
 		close(kq);
 		close(efd);
 	}

@@ -88,15 +88,6 @@ now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static int64_t
-cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static void __attribute__((format(printf, 1, 2)))
 fail_at(const char *fmt, ...)
 {
@@ -286,10 +277,10 @@ do_wait(int s, unsigned rnd)
 	if ((rnd >> 8) % 3 != 0)
 		ts.tv_nsec = (long)(1 + (rnd >> 12) % 20) * 1000000;
 	w0 = now_ns();
-	c0 = cpu_ns();
+	c0 = t_thread_cpu_ns();
 	r = kevent(kq, NULL, 0, ev, n, &ts);
 	if (r == 0 && ts.tv_nsec > 0) {
-		atomic_fetch_add(&spin_cpu, cpu_ns() - c0);
+		atomic_fetch_add(&spin_cpu, t_thread_cpu_ns() - c0);
 		atomic_fetch_add(&spin_wall, now_ns() - w0);
 	}
 	atomic_fetch_add(&nwait, 1);
