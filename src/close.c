@@ -20,7 +20,9 @@
  * close() stays async-signal-safe: called from a signal handler that
  * interrupted the same thread inside a kqueue's lock or reg_lock, it does
  * not wait for them (kq_in_lock) and the affected
- * knotes or kqueue are found stale later, as after a raw close.
+ * knotes or kqueue are found stale later, as after a raw close.  And none
+ * of these calls allocates or frees: what they free goes on the graveyard
+ * (kq_closing_enter, defer.c), for a handler may have interrupted malloc().
  *
  * A vfork() child shares its parent's memory, kqueues included, but has
  * its own descriptor table: what it closes is its own copy, and must not
@@ -78,12 +80,20 @@ kq_retire(int fd, const struct kq_closer *c)
 		return closer_run(c, fd);
 	if (kq_in_lock()) {
 		/*
-		 * A signal handler interrupted this thread inside the kqueue's
-		 * lock: waiting would deadlock.  Close the number only; kq
-		 * notices when a system call on it fails (kq_owned).
+		 * A signal handler interrupted this thread inside one of kq's
+		 * locks: waiting for the kqueue's could deadlock.  Close the
+		 * number only; the kqueue is retired later, by the next call
+		 * of kq's that may allocate (kq_retire_later, defer.c), or
+		 * when a system call on the number fails (kq_owned).
 		 */
-		kq_release(kq);
-		return closer_run(c, fd);
+		r = closer_run(c, fd);
+		e = errno;
+		if (c->op == SYS_close || r >= 0 || fcntl(fd, F_GETFD) < 0)
+			kq_retire_later(kq);	/* takes our reference */
+		else
+			kq_release(kq);
+		errno = e;
+		return r;
 	}
 	KQ_LOCK(kq);
 	if (kq->kq_dead || kq_registry_peek(fd) != kq) {
@@ -124,44 +134,76 @@ kq_drop_number(struct kqueue *kq, int fd)
 }
 
 /*
+ * Call fn(kq, arg) on every live kqueue, with its kq_lock held, unless it
+ * died.  Each kqueue's lock is taken in turn, never two at once.  From a
+ * signal handler that interrupted this thread inside a kqueue's lock
+ * (kq_in_lock), none is locked: the knotes fn would drop are left stale,
+ * found later as after a raw close, rather than deadlock.  Allocates
+ * nothing (a batch on the stack at a time).
+ */
+static void
+kq_each(void (*fn)(struct kqueue *, void *), void *arg)
+{
+	struct kqueue *v[KQ_HOLDMAX], *prev = NULL;
+	size_t n, i;
+
+	while ((n = kq_registry_hold_next(prev, v, KQ_HOLDMAX)) > 0) {
+		if (prev != NULL)
+			kq_release(prev);
+		for (i = 0; i < n; i++) {
+			struct kqueue *kq = v[i];
+
+			if (!kq_in_lock()) {
+				KQ_LOCK(kq);
+				if (!kq->kq_dead)
+					fn(kq, arg);
+				KQ_UNLOCK(kq);
+			}
+			if (i + 1 < n)
+				kq_release(kq);
+		}
+		prev = v[n - 1];	/* its reference keeps our place */
+	}
+	if (prev != NULL)
+		kq_release(prev);
+}
+
+struct kq_fdclose_arg {
+	int	fd;
+	int	internal;	/* out: fd is one of a kqueue's own */
+};
+
+static void
+kq_fdclose_one(struct kqueue *kq, void *arg)
+{
+	struct kq_fdclose_arg *a = arg;
+
+	kq_drop_number(kq, a->fd);
+	if (kq_intfd_has(kq, (uintptr_t)a->fd))
+		a->internal = 1;
+}
+
+/*
  * Number fd is about to be closed (or replaced): drop every knote on it in
  * every kqueue, as FreeBSD's knote_fdclose() does.  Their registrations
  * are removed while the number still names the file, so none outlives
- * the number even when a dup() keeps the file open.  Each kqueue's lock
- * is taken in turn, never two at once.
+ * the number even when a dup() keeps the file open.  Returns 1 if fd is
+ * one of a kqueue's own descriptors.
  */
 static int
 kq_fdclose(int fd)
 {
-	struct kqueue **all;
-	size_t n = kq_registry_hold_all(&all), i;
-	int internal = 0;
+	struct kq_fdclose_arg a = { fd, 0 };
 
-	for (i = 0; i < n; i++) {
-		struct kqueue *kq = all[i];
-
-		/* From a signal handler that interrupted this thread inside
-		   that kqueue's lock: leave its knotes stale (found later,
-		   as for a raw close) rather than deadlock. */
-		if (!kq_in_lock()) {
-			KQ_LOCK(kq);
-			if (!kq->kq_dead) {
-				kq_drop_number(kq, fd);
-				if (kq_intfd_has(kq, (uintptr_t)fd))
-					internal = 1;
-			}
-			KQ_UNLOCK(kq);
-		}
-		kq_release(kq);
-	}
-	free(all);
-	return internal;
+	kq_each(kq_fdclose_one, &a);
+	return a.internal;
 }
 
 KQ_EXPORT int
 close(int fd)
 {
 	struct kq_closer c = { SYS_close, -1, 0 };
+	int r;
 
 	/* A cancellation point, as the C library's close() (not from a
 	   signal handler that interrupted one of kq's locks). */
@@ -169,19 +211,27 @@ close(int fd)
 		kq_hot.testcancel();
 	kq_sockerr_forget(fd);
 	if (__builtin_expect(kq_registry_peek(fd) == NULL &&
-	    !kq_fdwatched(fd), 1) || kq_in_lock())
-		return kq_close_raw(fd);	/* (a handler inside reg_lock: raw) */
+	    !kq_fdwatched(fd), 1))
+		return kq_close_raw(fd);
 	if (kq_vforked())	/* the kqueues in this memory are the parent's */
 		return kq_close_raw(fd);
-	if (kq_fdwatched(fd) && kq_fdclose(fd)) {
+	kq_closing_enter();	/* nothing freed now (defer.c) */
+	if (kq_in_lock()) {
+		/* A handler inside one of kq's locks: the knotes on fd are
+		   left stale, and a kqueue is retired later (kq_retire). */
+		r = kq_registry_peek(fd) != NULL ? kq_retire(fd, &c) :
+		    kq_close_raw(fd);
+	} else if (kq_fdwatched(fd) && kq_fdclose(fd)) {
 		/* One of a kqueue's own descriptors: not open as far as the
 		   program can know (on FreeBSD the number is free). */
 		errno = EBADF;
-		return -1;
-	}
-	if (kq_registry_peek(fd) == NULL)
-		return kq_close_raw(fd);
-	return kq_retire(fd, &c);
+		r = -1;
+	} else if (kq_registry_peek(fd) == NULL)
+		r = kq_close_raw(fd);
+	else
+		r = kq_retire(fd, &c);
+	kq_closing_leave();
+	return r;
 }
 
 /*
@@ -201,17 +251,37 @@ dup_target_ok(int newfd)
 	return 1;
 }
 
+static int dup3_watched(int oldfd, int newfd, int flags);
+
 KQ_EXPORT int
 dup3(int oldfd, int newfd, int flags)
 {
-	struct kq_closer c = { SYS_dup3, oldfd, flags };
+	int r;
 
 	if (__builtin_expect(kq_registry_peek(newfd) == NULL &&
-	    !kq_fdwatched(newfd), 1) || oldfd == newfd ||
-	    kq_in_lock())
+	    !kq_fdwatched(newfd), 1) || oldfd == newfd)
 		return kq_dup3_raw(oldfd, newfd, flags);
 	if (kq_vforked())
 		return kq_dup3_raw(oldfd, newfd, flags);
+	kq_closing_enter();	/* nothing freed now (defer.c) */
+	if (kq_in_lock()) {
+		/* A handler inside one of kq's locks: as close() */
+		struct kq_closer c = { SYS_dup3, oldfd, flags };
+
+		r = kq_registry_peek(newfd) != NULL ? kq_retire(newfd, &c) :
+		    kq_dup3_raw(oldfd, newfd, flags);
+	} else
+		r = dup3_watched(oldfd, newfd, flags);
+	kq_closing_leave();
+	return r;
+}
+
+/* dup3() of a newfd that is a kqueue or watched. */
+static int
+dup3_watched(int oldfd, int newfd, int flags)
+{
+	struct kq_closer c = { SYS_dup3, oldfd, flags };
+
 	/*
 	 * A dup3 the kernel refuses leaves newfd alone, knotes included, so
 	 * what it would refuse before touching newfd is refused here before
@@ -256,29 +326,28 @@ dup2(int oldfd, int newfd)
  * every kqueue for each watched number (kq's own descriptors are counted
  * as watched: thousands of kqueues made that seconds long).
  */
+struct kq_range {
+	unsigned int	first, last;
+};
+
+static void
+kq_drop_range_one(struct kqueue *kq, void *arg)
+{
+	const struct kq_range *r = arg;
+	long fd, hi = (long)kq->kq_fdtabsize - 1;
+
+	if ((long)r->last < hi)
+		hi = (long)r->last;
+	for (fd = (long)r->first; !kq->kq_dead && fd <= hi; fd++)
+		kq_drop_number(kq, (int)fd);
+}
+
 static void
 kq_drop_range(unsigned int first, unsigned int last)
 {
-	struct kqueue **all;
-	size_t n = kq_registry_hold_all(&all), i;
+	struct kq_range r = { first, last };
 
-	for (i = 0; i < n; i++) {
-		struct kqueue *kq = all[i];
-		long fd, hi;
-
-		/* See kq_fdclose on kq_in_lock. */
-		if (!kq_in_lock()) {
-			KQ_LOCK(kq);
-			hi = (long)kq->kq_fdtabsize - 1;
-			if ((long)last < hi)
-				hi = (long)last;
-			for (fd = (long)first; !kq->kq_dead && fd <= hi; fd++)
-				kq_drop_number(kq, (int)fd);
-			KQ_UNLOCK(kq);
-		}
-		kq_release(kq);
-	}
-	free(all);
+	kq_each(kq_drop_range_one, &r);
 }
 
 /*
@@ -360,6 +429,8 @@ kq_close_gaps(unsigned int first, unsigned int last, int flags)
 KQ_EXPORT int
 close_range(unsigned int first, unsigned int last, int flags)
 {
+	int r;
+
 	/*
 	 * Any flag goes straight to the kernel.  CLOSE_RANGE_UNSHARE closes
 	 * in a private copy of the table: the kqueues of the threads that
@@ -370,8 +441,11 @@ close_range(unsigned int first, unsigned int last, int flags)
 	 */
 	if (flags != 0 || first > last || kq_in_lock() || kq_vforked())
 		return (int)syscall(SYS_close_range, first, last, flags);
+	kq_closing_enter();	/* nothing freed now (defer.c) */
 	kq_retire_range(first, last);
-	return kq_close_gaps(first, last, flags);
+	r = kq_close_gaps(first, last, flags);
+	kq_closing_leave();
+	return r;
 }
 
 KQ_EXPORT void
@@ -383,6 +457,8 @@ closefrom(int lowfd)
 		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
 		return;
 	}
+	kq_closing_enter();	/* nothing freed now (defer.c) */
 	kq_retire_range((unsigned int)lowfd, ~0U);
 	(void)kq_close_gaps((unsigned int)lowfd, ~0U, 0);	/* Linux >= 5.9 */
+	kq_closing_leave();
 }

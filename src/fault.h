@@ -18,7 +18,23 @@
 #ifndef KQ_FAULT_H
 #define KQ_FAULT_H
 
+#include <stdint.h>
 #include <stdlib.h>
+
+/*
+ * Every block kq allocates is at least KQ_MINSZ bytes, so that kq_free()
+ * can thread it onto the graveyard (defer.c).  kq_callocz keeps calloc's
+ * overflow check.
+ */
+#define KQ_MINSZ(n)	((size_t)(n) < 16 ? (size_t)16 : (size_t)(n))
+
+static inline void *
+kq_callocz(size_t n, size_t s)
+{
+	if (n != 0 && s > SIZE_MAX / n)
+		return calloc(n, s);	/* fails: ENOMEM */
+	return calloc(1, KQ_MINSZ(n * s));
+}
 
 #define KQ_FAULT_ALLOC	0
 #define KQ_FAULT_FD	1
@@ -39,13 +55,15 @@ kq_fault_null(void)
 }
 
 #define kq_malloc(n) \
-	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : malloc(n))
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : malloc(KQ_MINSZ(n)))
 #define kq_calloc(n, s) \
-	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : calloc(n, s))
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : kq_callocz(n, s))
 #define kq_realloc(p, n) \
-	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : realloc(p, n))
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : \
+	    realloc(p, KQ_MINSZ(n)))
 #define kq_aligned_alloc(a, n) \
-	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : aligned_alloc(a, n))
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : \
+	    aligned_alloc(a, KQ_MINSZ(n)))
 /* expr creates a descriptor: -1 with EMFILE instead when the fault hits. */
 #define KQ_FDCALL(expr) \
 	(kq_fault_hit(KQ_FAULT_FD) ? (errno = EMFILE, -1) : (expr))
@@ -56,10 +74,10 @@ kq_fault_null(void)
 		return -EINTR; \
 } while (0)
 #else
-#define kq_malloc(n)		malloc(n)
-#define kq_calloc(n, s)		calloc(n, s)
-#define kq_realloc(p, n)	realloc(p, n)
-#define kq_aligned_alloc(a, n)	aligned_alloc(a, n)
+#define kq_malloc(n)		malloc(KQ_MINSZ(n))
+#define kq_calloc(n, s)		kq_callocz(n, s)
+#define kq_realloc(p, n)	realloc(p, KQ_MINSZ(n))
+#define kq_aligned_alloc(a, n)	aligned_alloc(a, KQ_MINSZ(n))
 #define KQ_FDCALL(expr)		(expr)
 #define KQ_FAULT_WAIT()		((void)0)
 #endif

@@ -515,7 +515,7 @@ proc_cn_fini(struct kqueue *kq, struct kqsrc *src)
 {
 	/* Not needed with Linux >= 6.6 (it counts per socket), harmless. */
 	(void)proc_cn_send(src->ks_fd, 2, PROC_CN_MCAST_IGNORE);
-	free(src->ks_arg);
+	kq_free(src->ks_arg);
 	src->ks_arg = NULL;
 }
 
@@ -575,7 +575,7 @@ proc_cn_open_made(struct kqueue *kq)
 	    NETLINK_CONNECTOR));
 	if (fd < 0) {
 		e = errno == EPROTONOSUPPORT ? ENOTSUP : errno;
-		free(buf);
+		kq_free(buf);
 		return e;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -603,7 +603,7 @@ proc_cn_open_made(struct kqueue *kq)
 	return 0;
 fail:
 	kq_close_raw(fd);
-	free(buf);
+	kq_free(buf);
 	return e;
 }
 

@@ -62,7 +62,7 @@ static void
 sig_fini(struct kqueue *kq, struct kqsrc *src)
 {
 	(void)kq;
-	free(src->ks_arg);
+	kq_free(src->ks_arg);
 }
 
 static struct sgset *
@@ -81,14 +81,14 @@ sig_source_made(struct kqueue *kq, int *error)
 	}
 	*error = kq_sig_evfd_dup(&fd);
 	if (*error != 0) {
-		free(set);
+		kq_free(set);
 		return NULL;
 	}
 	*error = kq_src_add_ev(kq, KQ_SRC_SIGNAL, fd, EPOLLIN | EPOLLET,
 	    sig_ready);
 	if (*error != 0) {
 		kq_close_raw(fd);
-		free(set);
+		kq_free(set);
 		return NULL;
 	}
 	src->ks_arg = set;

@@ -235,8 +235,8 @@ timer_fini(struct kqueue *kq, struct kqsrc *src)
 
 	(void)kq;
 	if (h != NULL) {
-		free(h->th_h);
-		free(h);
+		kq_free(h->th_h);
+		kq_free(h);
 	}
 }
 
@@ -259,13 +259,13 @@ timer_source_made(struct kqueue *kq, int *error)
 	fd = KQ_FDCALL(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
 	if (fd < 0) {
 		*error = errno;
-		free(h);
+		kq_free(h);
 		return NULL;
 	}
 	*error = kq_src_add(kq, KQ_SRC_TIMER, fd, timer_ready);
 	if (*error != 0) {
 		kq_close_raw(fd);
-		free(h);
+		kq_free(h);
 		return NULL;
 	}
 	src->ks_arg = h;

@@ -153,7 +153,7 @@ mounts_read(int fd, struct vn_mounts *m)
 	if (m->m_n > 0)
 		qsort(m->m_ids, m->m_n, sizeof(*m->m_ids), cmp_int);
 out:
-	free(buf);
+	kq_free(buf);
 }
 
 static int
@@ -207,8 +207,8 @@ mounts_fini(struct kqueue *kq, struct kqsrc *src)
 
 	(void)kq;
 	if (m != NULL) {
-		free(m->m_ids);
-		free(m);
+		kq_free(m->m_ids);
+		kq_free(m);
 	}
 	src->ks_arg = NULL;
 }
@@ -245,7 +245,7 @@ mounts_track_made(struct kqueue *kq, struct vnote *vn)
 			e = kq_src_add_ev(kq, KQ_SRC_MOUNT, fd, EPOLLPRI,
 			    mounts_ready);
 		if (e != 0) {
-			free(m);
+			kq_free(m);
 			kq_close_raw(fd);
 			return e == EMFILE || e == ENFILE ? e : ENOMEM;
 		}

@@ -144,7 +144,7 @@ inot_grow(struct kq_inot *in)
 				w->w_hnext = nt[wd_hash(w->w_wd, ns)];
 				nt[wd_hash(w->w_wd, ns)] = w;
 			}
-		free(in->in_wtab);
+		kq_free(in->in_wtab);
 		in->in_wtab = nt;
 		in->in_wsize = ns;
 	}
@@ -160,7 +160,7 @@ inot_grow(struct kq_inot *in)
 				r->r_hnext = nt[kn_hash(r->r_kn, ns)];
 				nt[kn_hash(r->r_kn, ns)] = r;
 			}
-		free(in->in_rtab);
+		kq_free(in->in_rtab);
 		in->in_rtab = nt;
 		in->in_rsize = ns;
 	}
@@ -197,7 +197,7 @@ ref_free(struct kq_inot *in, struct iref *r)
 			*pp = r->r_wnext;
 			break;
 		}
-	free(r);
+	kq_free(r);
 }
 
 static void
@@ -264,7 +264,7 @@ ref_release(struct kqueue *kq, struct kq_inot *in, struct iref *r)
 			(void)inotify_rm_watch(kq->kq_src[KQ_SRC_INOTIFY].ks_fd,
 			    w->w_wd);
 		watch_unhash(in, w);
-		free(w);
+		kq_free(w);
 	} else
 		watch_narrow(kq, in, w);
 }
@@ -372,7 +372,7 @@ handle_event(struct kqueue *kq, struct kq_inot *in,
 			ref_free(in, r);
 		}
 		watch_unhash(in, w);
-		free(w);
+		kq_free(w);
 	}
 }
 
@@ -458,11 +458,11 @@ kq_inotify_fini(struct kqueue *kq, struct kqsrc *src)
 			struct iwatch *w = in->in_wtab[i];
 
 			in->in_wtab[i] = w->w_hnext;
-			free(w);
+			kq_free(w);
 		}
-	free(in->in_wtab);
-	free(in->in_rtab);
-	free(in);
+	kq_free(in->in_wtab);
+	kq_free(in->in_rtab);
+	kq_free(in);
 	src->ks_arg = NULL;
 }
 
@@ -484,13 +484,13 @@ inot_get_made(struct kqueue *kq, int *error)
 		fd = KQ_FDCALL(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
 		if (fd < 0) {
 			*error = errno;
-			free(in);
+			kq_free(in);
 			return NULL;
 		}
 		e = kq_src_add(kq, KQ_SRC_INOTIFY, fd, kq_inotify_ready);
 		if (e != 0) {
 			kq_close_raw(fd);
-			free(in);
+			kq_free(in);
 			*error = e;
 			return NULL;
 		}
@@ -571,7 +571,7 @@ inot_set(struct kqueue *kq, struct knote *kn, const char *path, int fd,
 			if (w->w_refs == NULL) {
 				(void)inotify_rm_watch(ifd, wd);
 				watch_unhash(in, w);
-				free(w);
+				kq_free(w);
 			}
 			return ENOMEM;
 		}

@@ -671,7 +671,7 @@ kq_now_ns(void)
 }
 
 struct kq_hot kq_hot __attribute__((aligned(64))) = {
-	pthread_testcancel, pthread_setcanceltype, clock_gettime, 1
+	pthread_testcancel, pthread_setcanceltype, clock_gettime, 1, NULL, NULL
 };
 
 /*
@@ -1244,6 +1244,8 @@ kevent(int kqfd, const struct kevent *changelist, int nchanges,
 		errno = (nchanges < 0 || nevents < 0) ? EINVAL : EFAULT;
 		return -1;
 	}
+	if (nchanges > 0)
+		kq_reap();	/* what closes put off (defer.c) */
 	if ((kq = kq_enter(kqfd, &held, &error)) == NULL) {
 		errno = error;
 		return -1;

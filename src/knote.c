@@ -73,7 +73,7 @@ knote_free(struct kqueue *kq, struct knote *kn)
 	KQ_ASSERT(!(kn->kn_status & KN_QUEUED));
 
 	if (fop != NULL && fop->f_size > sizeof(struct knote)) {
-		free(kn);
+		kq_free(kn);
 		return;
 	}
 	kn->kn_link = kq->kq_freekn;
@@ -129,7 +129,7 @@ kq_hash_grow(struct kqueue *kq)
 			nh[b] = kn;
 		}
 	}
-	free(kq->kq_hash);
+	kq_free(kq->kq_hash);
 	kq->kq_hash = nh;
 	kq->kq_hashmask = nsize - 1;
 	return 0;
@@ -517,7 +517,7 @@ kq_intfd_free(struct kqueue *kq)
 	while (s != NULL) {	/* this bitmap and the ones it replaced */
 		uint64_t *prev = (uint64_t *)(uintptr_t)s[0];
 
-		free(s);
+		kq_free(s);
 		s = prev;
 	}
 }
@@ -544,16 +544,16 @@ kq_free_all(struct kqueue *kq)
 			knote_free(kq, kn);
 	}
 	kq->kq_count = 0;
-	free(kq->kq_fdtab);
+	kq_free(kq->kq_fdtab);
 	kq->kq_fdtab = NULL;
-	free(kq->kq_fdseq);
+	kq_free(kq->kq_fdseq);
 	kq->kq_fdseq = NULL;
 	kq->kq_fdtabsize = 0;
-	free(kq->kq_hash);
+	kq_free(kq->kq_hash);
 	kq->kq_hash = NULL;
-	free(kq->kq_absorbev);
+	kq_free(kq->kq_absorbev);
 	kq->kq_absorbev = NULL;
-	free(kq->kq_dgmsg);
+	kq_free(kq->kq_dgmsg);
 	kq->kq_dgmsg = NULL;
 	/* The internal sources close next (the knotes' own are closed),
 	   and the bitmap goes with them (kq_intfd_free). */
@@ -561,7 +561,7 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_nhashed = 0;
 	for (s = kq->kq_slabs; s != NULL; s = next) {
 		next = ((struct knslab *)s)->ks_next;
-		free(s);
+		kq_free(s);
 	}
 	kq->kq_slabs = NULL;
 	kq->kq_freekn = NULL;

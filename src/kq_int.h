@@ -336,6 +336,10 @@ struct kqueue {
 	struct kqueue	*kq_poolnext;	/* registry pool link */
 	struct kqueue	*kq_allnext;	/* the list of every live kqueue */
 	struct kqueue	**kq_allprev;	/* (registry.c, under reg_lock) */
+	/* defer.c: closed from a signal handler inside one of kq's locks,
+	   its retirement put off (kq_retire_later). */
+	struct kqueue	*kq_retnext;
+	atomic_int	 kq_retiring;
 };
 
 /*
@@ -389,6 +393,8 @@ kq_mutex_unlock(_Atomic int *m)
  *		cancellable and left it deferred; kq_leave gives it back.
  *   sig_quiet, sig_runs  sigshim.c: deliveries kq's handler absorbed, and
  *		deliveries that ran an application handler (kq_sig_app_runs).
+ *   closing	close.c: inside close() or one of its kin, which frees
+ *		nothing then (kq_free, defer.c).
  * Only the thread itself and its signal handlers touch it.
  */
 struct kq_tls {
@@ -396,6 +402,7 @@ struct kq_tls {
 	int		async_owed;
 	unsigned	sig_quiet;
 	unsigned	sig_runs;
+	int		closing;
 } __attribute__((aligned(16)));
 extern _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
 
@@ -412,8 +419,48 @@ struct kq_hot {
 	int		(*setcanceltype)(int, int *);
 	int		(*clock_gettime)(clockid_t, struct timespec *);
 	_Atomic int	have_pwait2;
+	/* defer.c: blocks freed inside a close path, not yet free()d, and
+	   kqueues whose retirement a close put off. */
+	struct kq_grave	*_Atomic grave;
+	struct kqueue	*_Atomic retire;
 };
 extern struct kq_hot kq_hot;
+
+/*
+ * defer.c.  kq_free() frees a block of kq's, or puts it on the graveyard
+ * while this thread is inside a close path (kq_tls.closing), which may
+ * run in a signal handler that interrupted malloc().  kq_retire_later()
+ * takes over a reference on a kqueue whose descriptor a handler closed
+ * while this thread held one of kq's locks, to unmap and release it.
+ * kq_reap() does both; it is called only where kq may allocate anyway.
+ */
+void		 kq_free(void *p);
+void		 kq_retire_later(struct kqueue *kq);
+void		 kq_reap_slow(void);
+
+static inline void
+kq_reap(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&kq_hot.grave,
+	    memory_order_relaxed) != NULL || atomic_load_explicit(
+	    &kq_hot.retire, memory_order_relaxed) != NULL, 0))
+		kq_reap_slow();
+}
+
+/* Around the body of close() and its kin: frees are put off (defer.c). */
+static inline void
+kq_closing_enter(void)
+{
+	kq_tls.closing++;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void
+kq_closing_leave(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	kq_tls.closing--;
+}
 
 static inline void
 kq_tls_enter(void)
@@ -544,7 +591,9 @@ void		 kq_release(struct kqueue *kq);
 struct kqueue	*kq_pool_get(void);
 void		 kq_pool_put(struct kqueue *kq);
 struct kqueue	*kq_registry_find_alias(int fd);
-size_t		 kq_registry_hold_all(struct kqueue ***out);
+size_t		 kq_registry_hold_next(struct kqueue *prev, struct kqueue **v,
+		    size_t max);
+#define KQ_HOLDMAX	64	/* kqueues per kq_registry_hold_next batch */
 /*
  * closefrom()'s look at kq's own descriptors (registry.c): a batch of the
  * smallest in [first, last], sorted.

@@ -27,6 +27,7 @@ kq_create(int cloexec, int port)
 	struct kqueue *kq, *old;
 	int fd, s, e;
 
+	kq_reap();	/* what closes put off (defer.c) */
 	kq = kq_pool_get();
 	if (kq == NULL) {
 		errno = ENOMEM;

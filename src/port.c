@@ -813,6 +813,7 @@ port_associate(int port, int source, uintptr_t object, int events,
 	struct kevent kev;
 	int held, error;
 
+	kq_reap();	/* what closes put off (defer.c) */
 	if ((kq = port_enter(port, &held)) == NULL)
 		return -1;
 	if (source == PORT_SOURCE_FILE) {

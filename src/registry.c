@@ -194,7 +194,7 @@ kq_fdwatch_add(int fd, int delta)
 		    &kq_watch_top[fd >> REG_CHUNK_SHIFT], &expect, fresh))
 			chunk = fresh;
 		else {
-			free(fresh);
+			kq_free(fresh);
 			chunk = expect;
 		}
 	}
@@ -256,26 +256,28 @@ kq_all_remove_locked(struct kqueue *kq)
 }
 
 /*
- * A reference on every live kqueue that still has one to give, in a
- * malloc()ed array (*out, NULL if none).  Returns the count.  The caller
- * locks them one at a time and kq_release()s each, then frees the array.
+ * The next batch of live kqueues, each with a reference taken: up to max
+ * of them into v, following prev on the list of live ones (from its head
+ * when prev is NULL).  Returns the count, 0 at the end of the list.  The
+ * caller holds a reference on prev (the last of its previous batch), which
+ * keeps prev on the list (only kq_destroy unlinks), and drops it after
+ * this call; it locks the kqueues of a batch one at a time and releases
+ * each.  No allocation: close() and its kin call this, and they may run
+ * in a signal handler (defer.c).  Kqueues made meanwhile go on the head
+ * and are not visited.
  */
 size_t
-kq_registry_hold_all(struct kqueue ***out)
+kq_registry_hold_next(struct kqueue *prev, struct kqueue **v, size_t max)
 {
-	struct kqueue *kq, **v;
-	size_t n = 0, i = 0;
+	struct kqueue *kq;
+	size_t i = 0;
 
-	*out = NULL;
 	kq_reg_lock();
-	for (kq = kq_all; kq != NULL; kq = kq->kq_allnext)
-		n++;
-	v = n ? kq_malloc(n * sizeof(*v)) : NULL;
-	for (kq = kq_all; v != NULL && kq != NULL; kq = kq->kq_allnext)
+	for (kq = prev != NULL ? prev->kq_allnext : kq_all;
+	    kq != NULL && i < max; kq = kq->kq_allnext)
 		if (kq_ref_try(kq))
 			v[i++] = kq;
 	kq_reg_unlock();
-	*out = v;
 	return i;
 }
 

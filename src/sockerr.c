@@ -56,7 +56,7 @@ se_slot(int fd, int create)
 		    memory_order_acq_rel, memory_order_acquire))
 			chunk = fresh;
 		else
-			free(fresh);	/* another thread won: chunk is its */
+			kq_free(fresh);	/* another thread won: chunk is its */
 	}
 	if (chunk == NULL)
 		return NULL;
