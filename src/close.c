@@ -350,6 +350,8 @@ kq_drop_range(unsigned int first, unsigned int last)
 	kq_each(kq_drop_range_one, &r);
 }
 
+static void kq_retire_numbers(unsigned int first, unsigned int last);
+
 /*
  * Drop the knotes of every watched number in [first, last], and retire
  * every kqueue whose number lies there.
@@ -357,10 +359,16 @@ kq_drop_range(unsigned int first, unsigned int last)
 static void
 kq_retire_range(unsigned int first, unsigned int last)
 {
+	kq_drop_range(first, last);
+	kq_retire_numbers(first, last);
+}
+
+/* Retire every kqueue whose number lies in [first, last] (kq_retire). */
+static void
+kq_retire_numbers(unsigned int first, unsigned int last)
+{
 	struct kq_closer c = { SYS_close, -1, 0 };
 	unsigned int i, j;
-
-	kq_drop_range(first, last);
 
 	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
 	    i <= (last >> REG_CHUNK_SHIFT); i++) {
@@ -439,9 +447,18 @@ close_range(unsigned int first, unsigned int last, int flags)
 	 * know makes it fail with EINVAL having closed nothing, so nothing
 	 * of kq's may go either; so does first > last.
 	 */
-	if (flags != 0 || first > last || kq_in_lock() || kq_vforked())
+	if (flags != 0 || first > last || kq_vforked())
 		return (int)syscall(SYS_close_range, first, last, flags);
 	kq_closing_enter();	/* nothing freed now (defer.c) */
+	if (kq_in_lock()) {
+		/* A handler inside one of kq's locks: the kqueues in the
+		   range are retired later (kq_retire), knotes left stale, and
+		   the rest of the range closed raw, kq's own included. */
+		kq_retire_numbers(first, last);
+		r = (int)syscall(SYS_close_range, first, last, flags);
+		kq_closing_leave();
+		return r;
+	}
 	kq_retire_range(first, last);
 	r = kq_close_gaps(first, last, flags);
 	kq_closing_leave();
@@ -453,11 +470,18 @@ closefrom(int lowfd)
 {
 	if (lowfd < 0)
 		lowfd = 0;
-	if (kq_in_lock() || kq_vforked()) {	/* a handler inside reg_lock */
+	if (kq_vforked()) {
 		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
 		return;
 	}
 	kq_closing_enter();	/* nothing freed now (defer.c) */
+	if (kq_in_lock()) {
+		/* A handler inside one of kq's locks: as close_range() */
+		kq_retire_numbers((unsigned int)lowfd, ~0U);
+		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
+		kq_closing_leave();
+		return;
+	}
 	kq_retire_range((unsigned int)lowfd, ~0U);
 	(void)kq_close_gaps((unsigned int)lowfd, ~0U, 0);	/* Linux >= 5.9 */
 	kq_closing_leave();

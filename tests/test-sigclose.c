@@ -10,7 +10,8 @@
  * knotes of several filters, and pipe ends watched by those kqueues and by
  * one long-lived kqueue.  A second thread signals it every few
  * microseconds; the handler takes a kqueue and a watched descriptor from
- * the pools and closes them.  Where the signal lands is left to chance,
+ * the pools and closes them (close(), close_range(), or dup2() over them
+ * and close()).  Where the signal lands is left to chance,
  * over thousands of closes.
  */
 #include <pthread.h>
@@ -64,22 +65,44 @@ take(_Atomic int *pool, unsigned *at)
 	return -1;
 }
 
-/* Only atomics and close(): async-signal-safe. */
+static int devnull = -1;
+
+/* Close fd one of three ways: close(), close_range() of it alone, or
+   dup2() of /dev/null over it and then close(). */
+static void
+close_some_way(int fd, unsigned way)
+{
+	int r;
+
+	switch (way % 3) {
+	case 0:
+		r = close(fd);
+		break;
+	case 1:
+		r = close_range((unsigned)fd, (unsigned)fd, 0);
+		break;
+	default:
+		r = dup2(devnull, fd) == fd ? close(fd) : -1;
+		break;
+	}
+	if (r != 0)
+		atomic_fetch_add(&close_errors, 1);
+}
+
+/* Only atomics, close(), close_range() and dup2(): async-signal-safe. */
 static void
 on_usr1(int sig)
 {
-	static unsigned kat, fat;
+	static unsigned kat, fat, way;
 	int e = errno, fd;
 
 	(void)sig;
 	if ((fd = take(kqpool, &kat)) >= 0) {
-		if (close(fd) != 0)
-			atomic_fetch_add(&close_errors, 1);
+		close_some_way(fd, way++);
 		atomic_fetch_add(&closes_kq, 1);
 	}
 	if ((fd = take(fdpool, &fat)) >= 0) {
-		if (close(fd) != 0)
-			atomic_fetch_add(&close_errors, 1);
+		close_some_way(fd, way++);
 		atomic_fetch_add(&closes_fd, 1);
 	}
 	errno = e;
@@ -172,6 +195,8 @@ close_in_a_signal_handler_that_interrupted_malloc_or_kevent_keeps_the_heap_whole
 	}
 	assert_int_equal(close(shared), 0);
 	close(kqueue());	/* (what the closes put off goes here) */
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(devnull >= 0);
 	base = count_fds();
 	assert_true(base >= 0);
 	mem0 = HEAP_IN_USE();
