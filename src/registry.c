@@ -698,6 +698,16 @@ reg_atfork_child(void)
 		fork_orphans = kq;
 	}
 	kq_all = NULL;
+	/*
+	 * The kqueues a handler's close left to retire (defer.c) are orphans
+	 * now like every other: their references stay, as those of the
+	 * parent's other threads do.  Reaped here, the last release would
+	 * destroy an orphan -- close its sources' numbers again, which the
+	 * child may have reused by then, and put it in the pool while it is
+	 * on fork_orphans.  (The graveyard stays: its blocks are the child's
+	 * copies, free to free.)
+	 */
+	atomic_store(&kq_hot.retire, NULL);
 	for (i = 0; i < REG_TOP; i++) {
 		_Atomic uint32_t *w = atomic_load(&kq_watch_top[i]);
 
