@@ -65,41 +65,25 @@ closer_run(const struct kq_closer *c, int fd)
 }
 
 /*
- * Close or replace number fd, which the registry maps to a kqueue: under
- * that kqueue's lock, so that no holder of the lock sees the number gone
- * while kq_dead is clear.  The kqueue dies unless the operation left the
- * number untouched (dup3 failing on a bad oldfd).
+ * Close or replace number fd, which named kqueue kq (a reference the
+ * caller passes on): under kq's lock, so that no holder of the lock sees
+ * the number gone while kq_dead is clear.  The kqueue dies unless the
+ * operation left the number untouched (dup3 failing on a bad oldfd).  If
+ * fd no longer names kq when its lock is taken (another thread closed it
+ * first), fd is closed all the same, as the caller asked -- unless strict:
+ * then the number, which may be another file by now, is left alone and 0
+ * returned (close_range's kqueues, kq_close_gaps).
  */
 static int
-kq_retire(int fd, const struct kq_closer *c)
+kq_retire_kq(struct kqueue *kq, int fd, const struct kq_closer *c, int strict)
 {
-	struct kqueue *kq = kq_registry_acquire(fd);
 	int r, e, touched;
 
-	if (kq == NULL)
-		return closer_run(c, fd);
-	if (kq_in_lock()) {
-		/*
-		 * A signal handler interrupted this thread inside one of kq's
-		 * locks: waiting for the kqueue's could deadlock.  Close the
-		 * number only; the kqueue is retired later, by the next call
-		 * of kq's that may allocate (kq_retire_later, defer.c), or
-		 * when a system call on the number fails (kq_owned).
-		 */
-		r = closer_run(c, fd);
-		e = errno;
-		if (c->op == SYS_close || r >= 0 || fcntl(fd, F_GETFD) < 0)
-			kq_retire_later(kq);	/* takes our reference */
-		else
-			kq_release(kq);
-		errno = e;
-		return r;
-	}
 	KQ_LOCK(kq);
 	if (kq->kq_dead || kq_registry_peek(fd) != kq) {
 		KQ_UNLOCK(kq);
 		kq_release(kq);
-		return closer_run(c, fd);
+		return strict ? 0 : closer_run(c, fd);
 	}
 	/* Under reg_lock too: a fork() child sees the number closed and
 	   the kqueue dead, or neither. */
@@ -120,6 +104,38 @@ kq_retire(int fd, const struct kq_closer *c)
 	kq_release(kq);
 	errno = e;
 	return r;
+}
+
+/*
+ * Close or replace number fd, which the registry maps to a kqueue
+ * (kq_retire_kq).
+ */
+static int
+kq_retire(int fd, const struct kq_closer *c)
+{
+	struct kqueue *kq = kq_registry_acquire(fd);
+	int r, e;
+
+	if (kq == NULL)
+		return closer_run(c, fd);
+	if (kq_in_lock()) {
+		/*
+		 * A signal handler interrupted this thread inside one of kq's
+		 * locks: waiting for the kqueue's could deadlock.  Close the
+		 * number only; the kqueue is retired later, by the next call
+		 * of kq's that may allocate (kq_retire_later, defer.c), or
+		 * when a system call on the number fails (kq_owned).
+		 */
+		r = closer_run(c, fd);
+		e = errno;
+		if (c->op == SYS_close || r >= 0 || fcntl(fd, F_GETFD) < 0)
+			kq_retire_later(kq);	/* takes our reference */
+		else
+			kq_release(kq);
+		errno = e;
+		return r;
+	}
+	return kq_retire_kq(kq, fd, c, 0);
 }
 
 /* Drop every knote of kq on number fd, with kq_lock held (FreeBSD's
@@ -350,24 +366,15 @@ kq_drop_range(unsigned int first, unsigned int last)
 	kq_each(kq_drop_range_one, &r);
 }
 
-static void kq_retire_numbers(unsigned int first, unsigned int last);
-
 /*
- * Drop the knotes of every watched number in [first, last], and retire
- * every kqueue whose number lies there.
+ * After a raw close_range() of [first, last] from a handler inside one of
+ * kq's locks: every kqueue the registry still maps in the range goes to
+ * be retired later (kq_retire_later), which leaves a number that names
+ * its kqueue again (or still) alone.  Closes nothing.
  */
 static void
-kq_retire_range(unsigned int first, unsigned int last)
+kq_retire_later_range(unsigned int first, unsigned int last)
 {
-	kq_drop_range(first, last);
-	kq_retire_numbers(first, last);
-}
-
-/* Retire every kqueue whose number lies in [first, last] (kq_retire). */
-static void
-kq_retire_numbers(unsigned int first, unsigned int last)
-{
-	struct kq_closer c = { SYS_close, -1, 0 };
 	unsigned int i, j;
 
 	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
@@ -379,39 +386,64 @@ kq_retire_numbers(unsigned int first, unsigned int last)
 			continue;
 		for (j = 0; j < REG_CHUNK; j++) {
 			unsigned int fd = (i << REG_CHUNK_SHIFT) | j;
+			struct kqueue *kq;
 
-			if (fd < first || fd > last || fd > INT32_MAX)
+			if (fd < first || fd > last || fd > INT32_MAX ||
+			    atomic_load_explicit(&chunk[j],
+			    memory_order_relaxed) == NULL)
 				continue;
-			if (atomic_load_explicit(&chunk[j],
-			    memory_order_relaxed) != NULL)
-				(void)kq_retire((int)fd, &c);
+			if ((kq = kq_registry_acquire((int)fd)) != NULL)
+				kq_retire_later(kq);
 		}
 	}
 }
 
 /*
- * close_range() of [first, last] except kq's own descriptors (every
- * kqueue's internal sources, its knotes' pidfds and timerfds, the shared
- * signal eventfd): kq keeps using them by number, and a kqueue retired by
- * the range itself closes its own when its last user leaves.  The look at
- * them and the closes are one window in which kq makes, releases and
- * closes none (kq_mkfd_exclude, reg_lock): a number kq made in between
- * would be closed, handed out again, and used or closed by kq as its own.
+ * close_range() of [first, last], each number closed once: the numbers of
+ * kq's own descriptors (every kqueue's internal sources, its knotes'
+ * pidfds and timerfds, the shared signal eventfd) are left open -- kq
+ * keeps using them by number, and a kqueue retired by the range closes its
+ * own when its last user leaves -- and the kqueues' numbers are closed by
+ * retiring each kqueue under its lock (kq_retire_kq), not by the range.
+ * A batch of them is looked at, and the rest of the batch closed, in one
+ * window in which kq makes, releases and closes none (kq_mkfd_exclude,
+ * reg_lock): a number kq made in between would be closed, handed out
+ * again, and used or closed by kq as its own.  The window takes a
+ * reference on each kqueue of the batch, retired once it is over (its
+ * lock comes before reg_lock); one that another thread closed meanwhile
+ * is left alone, for its number may be another file by then.  (Closing
+ * the kqueues first and then the whole range closed such a number twice,
+ * and so another thread's file that got it in between.)
  */
 static int
 kq_close_gaps(unsigned int first, unsigned int last, int flags)
 {
+	struct kq_closer c = { SYS_close, -1, 0 };
 	struct kq_own o;
+	struct kqueue *held[KQ_OWNMAX];
+	int heldfd[KQ_OWNMAX];
 	unsigned int lo = first;
-	int i, r = 0;
+	int i, r = 0, nheld, done = 0;
 
-	kq_mkfd_exclude();
-	kq_reg_lock();
-	for (;;) {
-		/* The next batch of kq's own, all above the last closed. */
+	while (!done) {
+		kq_mkfd_exclude();
+		kq_reg_lock();
+		/* The next batch of kq's own and kqueue numbers, all above
+		   the last closed. */
 		o.first = lo;
 		o.last = last;
+		o.kqnums = 1;
 		kq_registry_own_fds_locked(&o);
+		nheld = 0;
+		for (i = 0; i < o.n; i++) {
+			struct kqueue *kq = kq_registry_peek(o.fd[i]);
+
+			if (kq != NULL && kq->kq_fd == o.fd[i] &&
+			    kq_ref_try(kq)) {
+				held[nheld] = kq;
+				heldfd[nheld++] = o.fd[i];
+			}
+		}
 		for (i = 0; i < o.n && r == 0; i++) {
 			unsigned int p = (unsigned int)o.fd[i];
 
@@ -420,17 +452,21 @@ kq_close_gaps(unsigned int first, unsigned int last, int flags)
 				    flags);
 			lo = p + 1;	/* p <= INT_MAX: no wrap */
 		}
-		if (r != 0)
-			break;
-		if (!o.more) {
-			if (lo <= last)
+		if (r != 0 || !o.more) {
+			if (r == 0 && lo <= last)
 				r = (int)syscall(SYS_close_range, lo, last,
 				    flags);
-			break;
+			done = 1;
+		}
+		kq_reg_unlock();
+		kq_mkfd_allow();
+		for (i = 0; i < nheld; i++) {
+			if (r == 0)
+				(void)kq_retire_kq(held[i], heldfd[i], &c, 1);
+			else
+				kq_release(held[i]);
 		}
 	}
-	kq_reg_unlock();
-	kq_mkfd_allow();
 	return r;
 }
 
@@ -451,15 +487,15 @@ close_range(unsigned int first, unsigned int last, int flags)
 		return (int)syscall(SYS_close_range, first, last, flags);
 	kq_closing_enter();	/* nothing freed now (defer.c) */
 	if (kq_in_lock()) {
-		/* A handler inside one of kq's locks: the kqueues in the
-		   range are retired later (kq_retire), knotes left stale, and
-		   the rest of the range closed raw, kq's own included. */
-		kq_retire_numbers(first, last);
+		/* A handler inside one of kq's locks: the range closed raw,
+		   kq's own included, knotes left stale, and the kqueues that
+		   were in it retired later. */
 		r = (int)syscall(SYS_close_range, first, last, flags);
+		kq_retire_later_range(first, last);
 		kq_closing_leave();
 		return r;
 	}
-	kq_retire_range(first, last);
+	kq_drop_range(first, last);
 	r = kq_close_gaps(first, last, flags);
 	kq_closing_leave();
 	return r;
@@ -477,12 +513,12 @@ closefrom(int lowfd)
 	kq_closing_enter();	/* nothing freed now (defer.c) */
 	if (kq_in_lock()) {
 		/* A handler inside one of kq's locks: as close_range() */
-		kq_retire_numbers((unsigned int)lowfd, ~0U);
 		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
+		kq_retire_later_range((unsigned int)lowfd, ~0U);
 		kq_closing_leave();
 		return;
 	}
-	kq_retire_range((unsigned int)lowfd, ~0U);
+	kq_drop_range((unsigned int)lowfd, ~0U);
 	(void)kq_close_gaps((unsigned int)lowfd, ~0U, 0);	/* Linux >= 5.9 */
 	kq_closing_leave();
 }

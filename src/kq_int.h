@@ -601,6 +601,7 @@ size_t		 kq_registry_hold_next(struct kqueue *prev, struct kqueue **v,
 #define KQ_OWNMAX	256
 struct kq_own {
 	unsigned int	 first, last;
+	int		 kqnums;	/* the kqueues' own numbers too */
 	int		 n, more;
 	int		 fd[KQ_OWNMAX];
 };

@@ -347,6 +347,10 @@ kq_registry_own_fds_locked(struct kq_own *o)
 		for (s = 0; s < KQ_NSRC; s++)
 			if (kq->kq_src[s].ks_ready != NULL)
 				kq_own_add(o, kq->kq_src[s].ks_fd);
+		/* Its number, while the registry maps it there. */
+		if (o->kqnums && kq->kq_fd >= 0 &&
+		    kq_registry_peek(kq->kq_fd) == kq)
+			kq_own_add(o, kq->kq_fd);
 		for (w = (int)(o->first / 64); bm != NULL && w < words &&
 		    (unsigned int)w <= o->last / 64; w++) {
 			uint64_t b = __atomic_load_n(&bm[w], __ATOMIC_RELAXED);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include "helpers.h"
@@ -320,6 +321,61 @@ cf_watcher(void *arg)
 	return NULL;
 }
 
+static atomic_int cr_stop, cr_lost;
+
+/* Opens pipes and checks they stay open and pipes until it closes them. */
+static void *
+cr_opener(void *arg)
+{
+	struct stat sb;
+	int p[2], i;
+
+	(void)arg;
+	while (!atomic_load(&cr_stop)) {
+		if (pipe(p) != 0)
+			continue;
+		for (i = 0; i < 50; i++)
+			if (fstat(p[0], &sb) != 0 || !S_ISFIFO(sb.st_mode) ||
+			    fstat(p[1], &sb) != 0 || !S_ISFIFO(sb.st_mode))
+				atomic_store(&cr_lost, 1);
+		close(p[0]);
+		close(p[1]);
+	}
+	return NULL;
+}
+
+/*
+ * close_range() closes each number of its range once: a kqueue's number
+ * is not closed a second time after another thread got it for a new file
+ * (FreeBSD: each open descriptor in the range is closed, once).
+ */
+static void
+close_range_of_kqueues_closes_no_file_another_thread_opened(void **state)
+{
+	struct timespec t0, t;
+	pthread_t th;
+	int n = 0;
+
+	(void)state;
+	atomic_store(&cr_stop, 0);
+	atomic_store(&cr_lost, 0);
+	assert_int_equal(pthread_create(&th, NULL, cr_opener, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		int kq = kqueue();
+
+		assert_true(kq >= 0);
+		n++;
+		assert_int_equal(close_range((unsigned)kq, (unsigned)kq, 0), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!atomic_load(&cr_lost) && (t.tv_sec - t0.tv_sec) *
+	    1000000000L + (t.tv_nsec - t0.tv_nsec) < 1000000000L);
+	atomic_store(&cr_stop, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	print_message("%d kqueues closed by range\n", n);
+	assert_int_equal(atomic_load(&cr_lost), 0);
+}
+
 static void
 closefrom_racing_with_process_knotes_closes_nothing_kq_uses(void **state)
 {
@@ -400,6 +456,7 @@ main(void)
 		cmocka_unit_test_teardown(dup2_beyond_the_descriptor_limit_fails_ebadf_and_keeps_target_knote, teardown),
 		cmocka_unit_test_teardown(close_range_with_an_unknown_flag_fails_einval_and_closes_nothing, teardown),
 		cmocka_unit_test_teardown(closefrom_racing_with_process_knotes_closes_nothing_kq_uses, teardown),
+		cmocka_unit_test_teardown(close_range_of_kqueues_closes_no_file_another_thread_opened, teardown),
 	};
 
 	return t_run_group(tests, NULL, NULL);

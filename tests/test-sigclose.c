@@ -76,15 +76,6 @@ close_some_way(int fd, unsigned way)
 {
 	int r;
 
-	/*
-	 * Not close_range() from another thread (the TSan build): kq closes
-	 * a kqueue's number in the range twice -- under the kqueue's lock,
-	 * then again in the range's close_range() -- and a number another
-	 * thread got in between goes with it.  A handler interrupts the only
-	 * thread that could get it.  Open defect (closing note, session 15).
-	 */
-	if (T_TSAN && way % 3 == 1)
-		way = 0;
 	switch (way % 3) {
 	case 0:
 		r = close(fd);
