@@ -93,14 +93,16 @@ kq_retire_kq(struct kqueue *kq, int fd, const struct kq_closer *c, int strict)
 	/* close() frees the number even when it reports an error; a failed
 	   dup3 leaves it as it was, unless the number was not open. */
 	touched = c->op == SYS_close || r >= 0 || fcntl(fd, F_GETFD) < 0;
-	if (touched)
+	if (touched) {
 		kq->kq_dead = 1;
+		/* Unmapped before reg_lock goes: under it, a mapping of a
+		   number kq closed is never seen (kq_close_gaps). */
+		kq_registry_forget(fd, kq);
+	}
 	kq_reg_unlock();
 	if (touched)
 		kq_bell_ring(kq);	/* sleepers wake and return EBADF */
 	KQ_UNLOCK(kq);
-	if (touched)
-		kq_registry_forget(fd, kq);
 	kq_release(kq);
 	errno = e;
 	return r;
@@ -438,8 +440,11 @@ kq_close_gaps(unsigned int first, unsigned int last, int flags)
 		for (i = 0; i < o.n; i++) {
 			struct kqueue *kq = kq_registry_peek(o.fd[i]);
 
+			/* As kq_registry_own_fds_locked chose it: a number
+			   that is not its kqueue's set (closed raw, and now
+			   another kqueue's own or nothing) is not retired. */
 			if (kq != NULL && kq->kq_fd == o.fd[i] &&
-			    kq_ref_try(kq)) {
+			    kq_owned_number(kq) && kq_ref_try(kq)) {
 				held[nheld] = kq;
 				heldfd[nheld++] = o.fd[i];
 			}

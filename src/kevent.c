@@ -77,10 +77,23 @@
 int
 kq_owned(struct kqueue *kq)
 {
+	if (kq->kq_dead)
+		return 0;
+	return kq_owned_number(kq);
+}
+
+/*
+ * kq_owned without the look at kq_dead: for closefrom(), which asks with
+ * reg_lock held, not kq_lock (kq_registry_own_fds_locked).  The doorbell's
+ * number and kq_fd change only under reg_lock.
+ */
+int
+kq_owned_number(const struct kqueue *kq)
+{
 	struct epoll_event ev;
 	int bell = kq->kq_src[KQ_SRC_BELL].ks_fd, r;
 
-	if (kq->kq_dead || bell < 0 || kq->kq_fd < 0)
+	if (bell < 0 || kq->kq_fd < 0)
 		return 0;
 	if ((r = epoll_holds(kq->kq_fd, bell)) >= 0)
 		return r;

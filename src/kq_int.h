@@ -660,6 +660,7 @@ void		 kq_leave(struct kqueue *kq, int held);
 int		 kq_port_scan(struct kqueue *, struct kevent *out, int nevents,
 		    const struct timespec *tsp, int *held, int cancel);
 int		 kq_owned(struct kqueue *);
+int		 kq_owned_number(const struct kqueue *);
 int64_t		 kq_pending(int fd);
 /* filt_fd.c: queue every enabled EVFILT_EMPTY knote for a re-check. */
 void		 kq_empty_repoll(struct kqueue *kq);

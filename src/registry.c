@@ -347,9 +347,12 @@ kq_registry_own_fds_locked(struct kq_own *o)
 		for (s = 0; s < KQ_NSRC; s++)
 			if (kq->kq_src[s].ks_ready != NULL)
 				kq_own_add(o, kq->kq_src[s].ks_fd);
-		/* Its number, while the registry maps it there. */
+		/* Its number, if it is still its epoll set (kq_close_gaps
+		   asks the same of each before it retires it). */
 		if (o->kqnums && kq->kq_fd >= 0 &&
-		    kq_registry_peek(kq->kq_fd) == kq)
+		    (unsigned int)kq->kq_fd >= o->first &&
+		    (unsigned int)kq->kq_fd <= o->last &&
+		    kq_registry_peek(kq->kq_fd) == kq && kq_owned_number(kq))
 			kq_own_add(o, kq->kq_fd);
 		for (w = (int)(o->first / 64); bm != NULL && w < words &&
 		    (unsigned int)w <= o->last / 64; w++) {

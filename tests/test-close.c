@@ -376,6 +376,96 @@ close_range_of_kqueues_closes_no_file_another_thread_opened(void **state)
 	assert_int_equal(atomic_load(&cr_lost), 0);
 }
 
+static void *
+kq_churner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&cr_stop)) {
+		int k = kqueue();
+
+		if (k >= 0)
+			close(k);
+	}
+	return NULL;
+}
+
+/*
+ * close_range() closes a file at a number a kqueue just left: another
+ * thread making and closing kqueues gives their numbers to our pipes and
+ * takes them back, and each pipe end close_range() is given is closed.
+ */
+static void
+close_range_closes_a_pipe_at_a_number_a_closed_kqueue_just_left(void **state)
+{
+	struct timespec t0, t;
+	pthread_t th;
+	long n = 0, open_after = 0;
+
+	(void)state;
+	atomic_store(&cr_stop, 0);
+	assert_int_equal(pthread_create(&th, NULL, kq_churner, NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct stat a, b;
+		int p[2], i;
+
+		if (pipe(p) != 0)
+			continue;
+		assert_int_equal(fstat(p[0], &a), 0);
+		for (i = 0; i < 2; i++)
+			assert_int_equal(close_range((unsigned)p[i],
+			    (unsigned)p[i], 0), 0);
+		/* Open still, or again but as something else. */
+		if (fstat(p[0], &b) == 0 && b.st_ino == a.st_ino &&
+		    b.st_dev == a.st_dev)
+			open_after++;
+		n++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec -
+	    t0.tv_nsec) < 1000000000L);
+	atomic_store(&cr_stop, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	print_message("%ld pipes, %ld left open\n", n, open_after);
+	assert_int_equal(open_after, 0);
+}
+
+/*
+ * A kqueue number closed behind the C library's back and then used by
+ * another kqueue for a timer: close_range() over that number closes
+ * nothing the program has (FreeBSD: the number is free), and the other
+ * kqueue's timer keeps firing.
+ */
+static void
+close_range_over_a_raw_closed_kqueue_number_keeps_other_kqueues_working(
+    void **state)
+{
+	struct timespec to = { 0, 500 * 1000 * 1000 };
+	struct kevent ch, ev;
+	int a, b, n, p[2];
+	struct stat sb;
+
+	(void)state;
+	b = t_track(kqueue());
+	a = kqueue();
+	assert_true(a >= 0);
+	n = a;
+	assert_int_equal(syscall(SYS_close, a), 0);
+	EV_SET(&ch, 1, EVFILT_TIMER, EV_ADD, 0, 20, NULL);
+	assert_int_equal(kevent(b, &ch, 1, NULL, 0, NULL), 0);
+	assert_int_equal(close_range((unsigned)n, (unsigned)n, 0), 0);
+	assert_int_equal(kevent(b, NULL, 0, &ev, 1, &to), 1);
+	assert_int_equal(ev.filter, EVFILT_TIMER);
+	assert_int_equal(kevent(b, NULL, 0, &ev, 1, &to), 1);
+	/* The program's next files are its own to keep. */
+	assert_int_equal(pipe(p), 0);
+	t_track(p[0]);
+	t_track(p[1]);
+	EV_SET(&ch, 1, EVFILT_TIMER, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(kevent(b, &ch, 1, NULL, 0, NULL), 0);
+	assert_int_equal(fstat(p[0], &sb), 0);
+	assert_int_equal(fstat(p[1], &sb), 0);
+}
+
 static void
 closefrom_racing_with_process_knotes_closes_nothing_kq_uses(void **state)
 {
@@ -457,6 +547,8 @@ main(void)
 		cmocka_unit_test_teardown(close_range_with_an_unknown_flag_fails_einval_and_closes_nothing, teardown),
 		cmocka_unit_test_teardown(closefrom_racing_with_process_knotes_closes_nothing_kq_uses, teardown),
 		cmocka_unit_test_teardown(close_range_of_kqueues_closes_no_file_another_thread_opened, teardown),
+		cmocka_unit_test_teardown(close_range_closes_a_pipe_at_a_number_a_closed_kqueue_just_left, teardown),
+		cmocka_unit_test_teardown(close_range_over_a_raw_closed_kqueue_number_keeps_other_kqueues_working, teardown),
 	};
 
 	return t_run_group(tests, NULL, NULL);
