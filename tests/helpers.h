@@ -37,6 +37,19 @@ void	__gcov_dump(void);
 #define T_EXIT(c)	_exit(c)
 #endif
 
+/* T_TSAN: 1 in a ThreadSanitizer build (gcc or clang), else 0. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define T_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(T_TSAN)
+#define T_TSAN 1
+#endif
+#ifndef T_TSAN
+#define T_TSAN 0
+#endif
+
 /* CPU time of the calling thread, in nanoseconds (a wait that spins). */
 static inline int64_t
 t_thread_cpu_ns(void)

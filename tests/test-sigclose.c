@@ -27,23 +27,12 @@
 #endif
 
 /*
- * Under ThreadSanitizer the closes run on the second thread itself, not in
- * a handler: TSan runs an asynchronous handler inside its own runtime, and
+ * Under ThreadSanitizer (T_TSAN) the closes run on the second thread
+ * itself, not in a handler: TSan runs an asynchronous handler inside its own runtime, and
  * one that interrupts TSan's free() deadlocks on TSan's slot lock at the
  * handler's first atomic (seen: __tsan::SlotLock under on_usr1).  Closing
  * from another thread still checks the same paths for races.
  */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#endif
-#ifndef T_TSAN
-#define T_TSAN 0
-#endif
 
 #define POOL	32
 #define CHURN	64
@@ -110,40 +99,34 @@ on_usr1(int sig)
 	errno = e;
 }
 
+/*
+ * The second thread: runs handler h in the main thread (or itself, under
+ * TSan) every gap_ns until *stop.
+ */
+struct kick {
+	void		(*h)(int);
+	atomic_int	*stop;
+	long		 gap_ns;
+};
+
 static void *
 kicker(void *arg)
 {
-	struct timespec gap = { 0, 20000 };
+	const struct kick *k = arg;
+	struct timespec gap = { 0, k->gap_ns };
 	sigset_t s;
 
-	(void)arg;
 	sigemptyset(&s);
 	sigaddset(&s, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &s, NULL);
-	while (!atomic_load(&stop)) {
+	while (!atomic_load(k->stop)) {
 		if (T_TSAN)
-			on_usr1(SIGUSR1);
+			k->h(SIGUSR1);
 		else
 			pthread_kill(main_thread, SIGUSR1);
 		nanosleep(&gap, NULL);
 	}
 	return NULL;
-}
-
-static int
-count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;	/* the directory's own */
 }
 
 /* A kqueue with READ on p0 (also in shared), a periodic TIMER and a
@@ -199,7 +182,7 @@ close_in_a_signal_handler_that_interrupted_malloc_or_kevent_keeps_the_heap_whole
 	close(kqueue());	/* (what the closes put off goes here) */
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	assert_true(devnull >= 0);
-	base = count_fds();
+	base = t_count_fds();
 	assert_true(base >= 0);
 	mem0 = HEAP_IN_USE();
 
@@ -212,7 +195,11 @@ close_in_a_signal_handler_that_interrupted_malloc_or_kevent_keeps_the_heap_whole
 	shared = kqueue();
 	assert_true(shared >= 0);
 	main_thread = pthread_self();
-	assert_int_equal(pthread_create(&th, NULL, kicker, NULL), 0);
+	{
+		static struct kick k = { on_usr1, &stop, 20000 };
+
+		assert_int_equal(pthread_create(&th, NULL, kicker, &k), 0);
+	}
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
@@ -261,7 +248,7 @@ close_in_a_signal_handler_that_interrupted_malloc_or_kevent_keeps_the_heap_whole
 	/* Every descriptor the handler closed is closed, and so are the
 	   kqueues' own, by the next kqueue() at the latest. */
 	close(kqueue());
-	assert_int_equal(count_fds(), base);
+	assert_int_equal(t_count_fds(), base);
 	/* What the closes freed came back: not thousands of kqueues' worth
 	   (a sanitizer's allocator leaves mallinfo2 at 0). */
 	mem1 = HEAP_IN_USE();
@@ -285,26 +272,6 @@ on_usr1_close_kq(int sig)
 	errno = e;
 }
 
-static void *
-kicker_close_kq(void *arg)
-{
-	struct timespec gap = { 0, 5000 };
-	sigset_t s;
-
-	(void)arg;
-	sigemptyset(&s);
-	sigaddset(&s, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &s, NULL);
-	while (!atomic_load(&fork_closed)) {
-		if (T_TSAN)
-			on_usr1_close_kq(SIGUSR1);
-		else
-			pthread_kill(main_thread, SIGUSR1);
-		nanosleep(&gap, NULL);
-	}
-	return NULL;
-}
-
 /*
  * A handler closes a kqueue while the thread is inside kevent() with it
  * (often inside its lock: the kqueue is then retired later); the thread
@@ -315,6 +282,7 @@ static void
 fork_after_a_handler_closed_a_kqueue_in_kevent_leaves_the_child_s_descriptors_alone(
     void **state)
 {
+	static struct kick k = { on_usr1_close_kq, &fork_closed, 5000 };
 	struct sigaction sa;
 	struct kevent ch[64], ev;
 	int attempt, p[2], i;
@@ -343,8 +311,7 @@ fork_after_a_handler_closed_a_kqueue_in_kevent_leaves_the_child_s_descriptors_al
 			    (i & 1) ? EV_DELETE : EV_ADD, 0, 0, NULL);
 		atomic_store(&fork_closed, 0);
 		atomic_store(&fork_kq, kq);
-		assert_int_equal(pthread_create(&th, NULL, kicker_close_kq,
-		    NULL), 0);
+		assert_int_equal(pthread_create(&th, NULL, kicker, &k), 0);
 		while (!atomic_load(&fork_closed))
 			(void)kevent(kq, ch, 64, NULL, 0, NULL);
 		assert_int_equal(pthread_join(th, NULL), 0);

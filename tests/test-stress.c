@@ -27,18 +27,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#endif
-#ifndef T_TSAN
-#define T_TSAN 0
-#endif
-
 #define NSLOT	3
 #define NOBJ	6		/* pipes and socketpairs per slot */
 #define NUSER	4		/* user events per slot */
