@@ -25,15 +25,9 @@
 
 /*
  * ThreadSanitizer's symbolizer holds descriptors of its own once it has
- * reported something: descriptor counts are only compared without it.
+ * reported something: descriptor counts are only compared without it
+ * (T_TSAN, helpers.h).
  */
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
 
 /* ------------------------------------------------------------------ */
 /* Local helpers                                                      */
@@ -61,11 +55,7 @@ sleep_ms(int ms)
 static int
 count_fds(void)
 {
-#ifdef T_TSAN
-	return -1;
-#else
-	return t_count_fds();
-#endif
+	return T_TSAN ? -1 : t_count_fds();
 }
 
 /* xorshift32: a deterministic sequence of choices for the churn thread. */
