@@ -153,10 +153,9 @@ kq_drop_number(struct kqueue *kq, int fd)
 
 /*
  * Call fn(kq, arg) on every live kqueue, with its kq_lock held, unless it
- * died.  Each kqueue's lock is taken in turn, never two at once.  From a
- * signal handler that interrupted this thread inside a kqueue's lock
- * (kq_in_lock), none is locked: the knotes fn would drop are left stale,
- * found later as after a raw close, rather than deadlock.  Allocates
+ * died.  Each kqueue's lock is taken in turn, never two at once.  Not from
+ * a handler inside one of kq's locks (kq_in_lock: the callers leave the
+ * knotes stale then, found later as after a raw close).  Allocates
  * nothing (a batch on the stack at a time).
  */
 static void
@@ -165,18 +164,17 @@ kq_each(void (*fn)(struct kqueue *, void *), void *arg)
 	struct kqueue *v[KQ_HOLDMAX], *prev = NULL;
 	size_t n, i;
 
+	KQ_ASSERT(!kq_in_lock());
 	while ((n = kq_registry_hold_next(prev, v, KQ_HOLDMAX)) > 0) {
 		if (prev != NULL)
 			kq_release(prev);
 		for (i = 0; i < n; i++) {
 			struct kqueue *kq = v[i];
 
-			if (!kq_in_lock()) {
-				KQ_LOCK(kq);
-				if (!kq->kq_dead)
-					fn(kq, arg);
-				KQ_UNLOCK(kq);
-			}
+			KQ_LOCK(kq);
+			if (!kq->kq_dead)
+				fn(kq, arg);
+			KQ_UNLOCK(kq);
 			if (i + 1 < n)
 				kq_release(kq);
 		}
@@ -237,8 +235,7 @@ close(int fd)
 	if (kq_in_lock()) {
 		/* A handler inside one of kq's locks: the knotes on fd are
 		   left stale, and a kqueue is retired later (kq_retire). */
-		r = kq_registry_peek(fd) != NULL ? kq_retire(fd, &c) :
-		    kq_close_raw(fd);
+		r = kq_retire(fd, &c);
 	} else if (kq_fdwatched(fd) && kq_fdclose(fd)) {
 		/* One of a kqueue's own descriptors: not open as far as the
 		   program can know (on FreeBSD the number is free). */
@@ -286,8 +283,7 @@ dup3(int oldfd, int newfd, int flags)
 		/* A handler inside one of kq's locks: as close() */
 		struct kq_closer c = { SYS_dup3, oldfd, flags };
 
-		r = kq_registry_peek(newfd) != NULL ? kq_retire(newfd, &c) :
-		    kq_dup3_raw(oldfd, newfd, flags);
+		r = kq_retire(newfd, &c);
 	} else
 		r = dup3_watched(oldfd, newfd, flags);
 	kq_closing_leave();
