@@ -564,6 +564,46 @@ count:
 	return 1;
 }
 
+/*
+ * filt_read for the plain event of a wait (kq_translate_plain, kevent.c):
+ * a fresh epoll mask without EPOLLERR, for an enabled, level-triggered
+ * READ knote without NOTE_LOWAT on a socket.  nread: the FIONREAD count
+ * taken after the wait, or INT_MIN for a listener's (KQ_NOCOUNT) event.
+ * Writes what filt_read would, and returns 1, when the answer needs
+ * nothing but what is known here: a TCP listener with connections
+ * waiting or at its end of file, a connected stream socket with bytes
+ * queued, any socket at its end of file with nothing queued (data 0,
+ * whatever its kind: see filt_read).  Returns 0 for everything else,
+ * having changed nothing the full filt_read would not (a listener's kind
+ * corrected by listen_backlog): the caller then takes filt_read's way.
+ */
+int
+filt_read_plain(struct kqueue *kq, struct knote *kn, uint32_t mask,
+    int nread, struct kevent *out)
+{
+	int eof = (mask & (EPOLLRDHUP | EPOLLHUP)) != 0, listener;
+	int64_t data;
+
+	if (nread == INT_MIN) {
+		if (R_KIND(kn->kn_reg) != K_LISTEN)
+			return 0;
+		data = listen_backlog(kq, kn, &listener);
+		if (!listener || (data == 0 && !eof))
+			return 0;
+	} else if (nread > 0 && R_KIND(kn->kn_reg) == K_SOCK)
+		data = nread;
+	else if (nread == 0 && eof)
+		data = 0;
+	else
+		return 0;
+	out->data = data;
+	if (eof) {
+		out->fflags = sock_eof_error(kq, kn, mask);
+		out->flags |= EV_EOF;
+	}
+	return 1;
+}
+
 static int
 write_space(struct kqueue *kq, struct knote *kn, int64_t *space)
 {

@@ -717,6 +717,8 @@ void		 fdreg_verify(struct kqueue *, int fd);
 
 /* filt_fd.c (and fd_read_filtops, fd_write_filtops above) */
 extern const struct filterops fd_empty_filtops;
+int		 filt_read_plain(struct kqueue *, struct knote *, uint32_t mask,
+		    int nread, struct kevent *out);
 
 
 /* inotify.c: the kqueue's inotify instance (READ on files, VNODE) */
