@@ -659,8 +659,9 @@ kq_quiet_check(struct kqueue *kq, const struct kq_quiet *q)
  * kq_dead is clear, so no close() through the C library can come between
  * (see close.c).  Pollers of the kqueue descriptor itself (an outer epoll
  * or kqueue) lose their registration; see kevent.2.  Returns 0, or the
- * errno that prevented it (EMFILE, ENFILE, ENOMEM: the zombie stays and
- * the caller reports the error instead of spinning on it).
+ * errno that prevented it (EMFILE, also when the kqueue's number is at or
+ * above RLIMIT_NOFILE, ENFILE, ENOMEM: the zombie stays and the caller
+ * reports the error instead of spinning on it).
  */
 static int
 kq_rebuild(struct kqueue *kq)
@@ -696,8 +697,11 @@ kq_rebuild(struct kqueue *kq)
 		if (kq_dup3_raw(nfd, kq->kq_fd,
 		    (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
 			kq->kq_rebuiltseq = ++kq->kq_regseq;
-		else
-			e = errno;
+		else if ((e = errno) == EBADF)
+			/* Both numbers are ours (kq_owned, nfd just made):
+			   the kqueue's is at or above a lowered
+			   RLIMIT_NOFILE, where dup3 cannot put a file. */
+			e = EMFILE;
 	}
 	kq_close_raw(nfd);
 	kq_reg_unlock();

@@ -20,6 +20,7 @@
  * check that a late report arrives.
  */
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "engine-helpers.h"
 
@@ -292,6 +293,74 @@ closed_number_child(void *arg)
 	close(keep);
 	close(sv[1]);
 	return 0;
+}
+
+/*
+ * The same registration under a closed number, with descriptors free but
+ * the kqueue's own number at or above a lowered RLIMIT_NOFILE: an
+ * implementation that must replace its epoll set under the kqueue's
+ * number cannot put it there.  The kqueue is alive: kevent() may fail
+ * with a resource error, never with EBADF (which says the kqueue is
+ * gone), and works again once the limit is back.
+ */
+static int
+kqueue_above_limit_child(void *arg)
+{
+	struct rlimit old, low;
+	struct kevent ev[4];
+	int fill[600], kq, sv[2], keep, n, r, e, i, k;
+	int64_t c0, cpu;
+
+	(void)arg;
+	for (n = 0; n < 600; n++)
+		E_SYS(fill[n] = open("/dev/null", O_RDONLY | O_CLOEXEC));
+	E_SYS(kq = kqueue());
+	for (i = 0; i < n; i++)
+		E_SYS(close(fill[i]));
+	E_CHECK(kq >= 600, "kqueue() got %d", kq);
+	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	E_CHECK(send(sv[1], "abc", 3, MSG_NOSIGNAL) == 3, "send");
+	E_CHANGE(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	E_CHANGE(kq, 7, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	E_SYS(keep = dup(sv[0]));
+	E_CHECK(syscall(SYS_close, sv[0]) == 0, "raw close");
+	E_SYS(getrlimit(RLIMIT_NOFILE, &old));
+	low = old;
+	low.rlim_cur = 64;
+	E_CHECK(keep < 64 && sv[1] < 64, "descriptors %d %d", keep, sv[1]);
+	E_SYS(setrlimit(RLIMIT_NOFILE, &low));
+	for (k = 0; k < 2; k++) {
+		c0 = e_proc_cpu_ns();
+		r = e_wait(kq, ev, 4, 300);
+		e = errno;
+		cpu = e_proc_cpu_ns() - c0;
+		if (cpu >= 100 * MS || !(r == 0 || (r == -1 &&
+		    resource_errno(e))))
+			(void)setrlimit(RLIMIT_NOFILE, &old);
+		E_CHECK(cpu < 100 * MS, "call %d: kevent() with a 300 ms timeout "
+		    "used %jd ms CPU: it spun", k + 1, (intmax_t)(cpu / MS));
+		E_CHECK(r == 0 || (r == -1 && resource_errno(e)), "call %d: "
+		    "kevent() on a live kqueue returned %d (%s)", k + 1, r,
+		    r < 0 ? strerror(e) : "");
+	}
+	E_SYS(setrlimit(RLIMIT_NOFILE, &old));
+	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	r = e_wait(kq, ev, 4, 1000);
+	E_CHECK(r == 1 && ev[0].filter == EVFILT_USER && ev[0].ident == 7,
+	    "after the limit is back: kevent() returned %d (%s), filter %d",
+	    r, r < 0 ? strerror(errno) : "", r > 0 ? ev[0].filter : 0);
+	close(kq);
+	close(keep);
+	close(sv[1]);
+	return 0;
+}
+
+static void
+closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error(
+    void **state)
+{
+	(void)state;
+	E_RUN(kqueue_above_limit_child, NULL, 20);
 }
 
 static void
@@ -615,6 +684,7 @@ main(void)
 		cmocka_unit_test(scanned_closed_write_number_kept_by_dup_without_free_descriptor_does_not_spin),
 		cmocka_unit_test(closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
 		cmocka_unit_test(scanned_closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
+		cmocka_unit_test(closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error),
 		cmocka_unit_test(user_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(timer_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(signal_added_with_few_descriptors_free_reports_or_fails),
