@@ -401,16 +401,16 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
  */
 static int
 kq_ev_stale(const struct kqueue *kq, const struct epoll_event *e,
-    uint32_t seq)
+    uint64_t seq)
 {
 	int fd = (int)e->data.u64;
 
 	if (seq == kq->kq_regseq || (e->data.u64 & KQ_SRCKEY))
 		return 0;
-	if ((int32_t)(kq->kq_rebuiltseq - seq) > 0 || fd < 0 ||
+	if (kq->kq_rebuiltseq > seq || fd < 0 ||
 	    fd >= kq->kq_fdtabsize || kq->kq_fdtab[fd] == NULL)
 		return 1;
-	return (int32_t)(kq->kq_fdseq[fd] - seq) > 0;
+	return kq->kq_fdseq[fd] > seq;
 }
 
 /*
@@ -810,7 +810,7 @@ struct kq_waiter {
 	int			*held;
 	struct epoll_event	*ev;
 	int			 n;
-	uint32_t		 seq;	/* kq_regseq as the wait began */
+	uint64_t		 seq;	/* kq_regseq as the wait began */
 };
 
 static void
@@ -842,7 +842,7 @@ kq_wait_cancelled(void *arg)
    -errno. */
 static __attribute__((noinline)) KQ_CANCEL_FRAME int
 kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
-    int n, int64_t tmo_ns, uint32_t seq)
+    int n, int64_t tmo_ns, uint64_t seq)
 {
 	struct kq_waiter w = { kq, held, ev, n, seq };
 	int i, r, type;
@@ -1051,7 +1051,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	int plain;
 	int batch;
 	struct kq_quiet quiet;
-	uint32_t seq;
+	uint64_t seq;
 	uint64_t runs;
 
 	if (tsp == NULL || tsp->tv_sec > INT32_MAX)

@@ -148,7 +148,7 @@ knote_link(struct kqueue *kq, struct knote *kn, int isfd)
 
 			while (nsize <= fd)
 				nsize += KQEXTENT;
-			uint32_t *ns;
+			uint64_t *ns;
 
 			ns = kq_realloc(kq->kq_fdseq,
 			    (size_t)nsize * sizeof(*ns));

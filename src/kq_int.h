@@ -181,8 +181,8 @@ struct filterops {
 
 /*
  * A registration.  56 bytes, cached one a cache line (knote.c): with the
- * 8-byte kq_fdtab slot and the 4-byte kq_fdseq stamp a watched descriptor
- * costs 76 bytes.  Filters that need more state allocate a
+ * 8-byte kq_fdtab slot and the 8-byte kq_fdseq stamp a watched descriptor
+ * costs 80 bytes.  Filters that need more state allocate a
  * larger object that starts with a struct knote (f_size); those whose
  * input data needs 64 bits (EVFILT_TIMER, EVFILT_USER) keep it there.
  */
@@ -293,15 +293,18 @@ struct kqueue {
 					   the collection that holds the lock
 					   (kn_delivered; inotify drains once
 					   per collection) */
-	uint32_t	 kq_regseq;	/* bumped by every epoll_ctl: epoll
+	uint64_t	 kq_regseq;	/* bumped by every epoll_ctl: epoll
 					   events fetched across a change may
-					   be stale and are re-checked */
-	uint32_t	 kq_rebuiltseq;	/* kq_regseq after the last rebuild
+					   be stale and are re-checked.  64
+					   bits, as its stamps: they never
+					   wrap (a 32-bit stamp 2^31 changes
+					   old read as newer than any wait) */
+	uint64_t	 kq_rebuiltseq;	/* kq_regseq after the last rebuild
 					   (every earlier event is stale) */
 	int		 kq_port;	/* an event port (port_create), not a
 					   kqueue: kevent() refuses it */
 	struct knote	**kq_fdtab;	/* knote chains indexed by descriptor */
-	uint32_t	*kq_fdseq;	/* per descriptor, as kq_fdtab:
+	uint64_t	*kq_fdseq;	/* per descriptor, as kq_fdtab:
 					   kq_regseq after its last epoll_ctl
 					   (kq_translate's per-descriptor
 					   staleness) */
