@@ -129,26 +129,28 @@ kq_change(struct kqueue *kq, struct kevent *kev)
 	struct knote *kn;
 	int error, retried = 0;
 
-	if ((kev->flags & (EV_ENABLE | EV_DISABLE)) == (EV_ENABLE | EV_DISABLE))
+	if (KQ_UNLIKELY((kev->flags & (EV_ENABLE | EV_DISABLE)) ==
+	    (EV_ENABLE | EV_DISABLE)))
 		return EINVAL;
 	fop = filter_lookup(kev->filter);
-	if (fop == NULL || (kev->filter < -EVFILT_SYSCOUNT && !kq->kq_port)) {
+	if (KQ_UNLIKELY(fop == NULL ||
+	    (kev->filter < -EVFILT_SYSCOUNT && !kq->kq_port))) {
 		/* FreeBSD's null filters (AIO, LIO, SENDFILE): ENXIO. */
 		if (kev->filter == EVFILT_SENDFILE || kev->filter == EVFILT_LIO)
 			return ENXIO;
 		return EINVAL;
 	}
-	if ((kev->flags & EV_ADD) && (kev->flags & EV_KEEPUDATA))
+	if (KQ_UNLIKELY((kev->flags & EV_ADD) && (kev->flags & EV_KEEPUDATA)))
 		return EINVAL;
-	if (kev->flags & EV_WAKEONE) {
+	if (KQ_UNLIKELY(kev->flags & EV_WAKEONE)) {
 		if ((kev->filter != EVFILT_READ && kev->filter != EVFILT_WRITE) ||
 		    (kev->flags & (EV_ONESHOT | EV_DISPATCH)))
 			return EINVAL;
 	}
-	if (fop->f_isfd && (kev->ident > INT_MAX ||
-	    kq_intfd_has(kq, kev->ident)))
+	if (KQ_UNLIKELY(fop->f_isfd && (kev->ident > INT_MAX ||
+	    kq_intfd_has(kq, kev->ident))))
 		return EBADF;	/* not a number the program opened */
-	if (kq->kq_dead)
+	if (KQ_UNLIKELY(kq->kq_dead))
 		return EBADF;
 
 again:
@@ -163,7 +165,7 @@ again:
 		    !kq_fd_valid(kev->ident))
 			return EBADF;	/* before growing the table for it */
 		kn = knote_alloc(kq, fop);
-		if (kn == NULL)
+		if (KQ_UNLIKELY(kn == NULL))
 			return ENOMEM;
 		kn->kn_ident = kev->ident;
 		kn->kn_filter = (int8_t)kev->filter;
@@ -173,7 +175,7 @@ again:
 		if (kev->flags & EV_DISABLE)
 			kn->kn_status |= KN_DISABLED;
 		error = fop->f_modify ? fop->f_modify(kq, kn, kev) : 0;
-		if (error == 0) {
+		if (KQ_LIKELY(error == 0)) {
 			kn->kn_sfflags = kev->fflags;
 			if (fop->f_modify == NULL)
 				kn->kn_sdata = kn_clamp32(kev->data);
@@ -182,14 +184,14 @@ again:
 			knote_free(kq, kn);
 			return error;
 		}
-		if (error != 0) {
+		if (KQ_UNLIKELY(error != 0)) {
 			knote_free(kq, kn);
 			return error;
 		}
 		kev->fflags = 0;
 		kev->data = 0;
 		error = fop->f_attach ? fop->f_attach(kq, kn) : 0;
-		if (error != 0) {
+		if (KQ_UNLIKELY(error != 0)) {
 			int stale = fop->f_isfd && kn->kn_link != NULL &&
 			    (error == ENOENT || error == EBADF);
 
@@ -221,7 +223,8 @@ again:
 		int fd = (int)kn->kn_ident;
 
 		error = knote_drop(kq, kn);
-		if (fop->f_isfd && (error == EBADF || error == ENOENT)) {
+		if (KQ_UNLIKELY(fop->f_isfd &&
+		    (error == EBADF || error == ENOENT))) {
 			/*
 			 * The kernel no longer has the registration: the
 			 * descriptor was closed (EBADF, as FreeBSD's fd

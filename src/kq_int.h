@@ -31,6 +31,8 @@
 #include <sys/event.h>
 
 #define KQ_EXPORT	__attribute__((visibility("default")))
+#define KQ_LIKELY(x)	__builtin_expect(!!(x), 1)
+#define KQ_UNLIKELY(x)	__builtin_expect(!!(x), 0)
 
 /*
  * kq_close_raw(fd): close a descriptor kq owns (internal sources, pidfds,
