@@ -469,7 +469,8 @@ fdreg_apply(struct kqueue *kq, int fd, uint32_t cur, int force)
 int
 fdreg_attach(struct kqueue *kq, struct knote *kn)
 {
-	struct knote *other = knote_fdchain(kq, (int)kn->kn_ident);
+	int fd = (int)kn->kn_ident;
+	struct knote *other = knote_fdchain(kq, fd);
 	uint32_t cur = kn->kn_reg & R_FILEMASK;
 
 	/* kn is already linked; any other knote carries the state, else
@@ -480,13 +481,36 @@ fdreg_attach(struct kqueue *kq, struct knote *kn)
 			break;
 		}
 	/*
+	 * The plain case, a server's EV_ADD of each connection: kn is the
+	 * descriptor's only knote, an enabled READ without EV_CLEAR,
+	 * EV_DISPATCH, EV_WAKEONE or NOTE_LOWAT, and the number has no
+	 * registration.  fdreg_want's answer is a level-triggered R_IN, known
+	 * without its walks.  If the kernel refuses (EEXIST, EPERM, ...),
+	 * fdreg_apply takes the general way and meets the same answer.
+	 */
+	if (knote_fdchain(kq, fd) == kn && kn->kn_link == NULL &&
+	    kn->kn_filter == EVFILT_READ && !kq->kq_dead &&
+	    !(cur & (R_REG | R_NOPOLL)) && !(kn->kn_status & KN_DISABLED) &&
+	    !(kn->kn_flags & (EV_CLEAR | EV_DISPATCH | EV_WAKEONE)) &&
+	    !(kn->kn_sfflags & NOTE_LOWAT)) {
+		struct epoll_event ev;
+
+		ev.events = fdreg_events(R_IN);
+		ev.data.u64 = fdreg_key(fd, cur);
+		if (fdreg_ctl(kq, EPOLL_CTL_ADD, fd, &ev) == 0) {
+			kn->kn_status &= ~KN_EMUL;
+			kn->kn_reg = R_IN | R_REG | (cur & R_FILEMASK);
+			return 0;
+		}
+	}
+	/*
 	 * An existing registration is always updated with a system call,
 	 * even when its interest already covers kn (it is only shrunk
 	 * lazily): that proves the number still names the registered file
 	 * (EBADF/ENOENT otherwise) and makes epoll evaluate the new knote's
 	 * condition at once, as FreeBSD's attach does.
 	 */
-	return fdreg_apply(kq, (int)kn->kn_ident, cur, (cur & R_REG) != 0);
+	return fdreg_apply(kq, fd, cur, (cur & R_REG) != 0);
 }
 
 /* kn was unlinked: shrink (or remove) the registration without it. */
