@@ -600,8 +600,9 @@ kq_translate(struct kqueue *kq, const struct epoll_event *e,
  * kq_translate for the plain event, the kind a server's waits bring
  * nearly always: not stale (a collection round under kq_lock, or a wait
  * while no registration changed), no EPOLLERR, and the descriptor has one
- * knote, an enabled, level-triggered READ on a socket without EV_ONESHOT,
- * EV_CLEAR, EV_DISPATCH or NOTE_LOWAT, which filt_read_plain can answer.
+ * knote, an enabled, level-triggered READ without EV_ONESHOT, EV_CLEAR,
+ * EV_DISPATCH or NOTE_LOWAT, which filt_read_plain can answer (sockets,
+ * and any descriptor at its end of file with nothing queued).
  * Writes the kevent and returns 1, exactly as kq_translate would; returns
  * -1, having changed nothing kq_translate would not, for any other event,
  * which the caller then gives to kq_translate.  A short path beside the
