@@ -378,10 +378,19 @@ kq_sig_atfork_child(void)
 	if (fd >= 0) {
 		int nfd = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 
-		if (nfd >= 0) {
-			(void)kq_dup3_raw(nfd, fd, O_CLOEXEC);
-			kq_close_raw(nfd);
+		if (nfd < 0 || kq_dup3_raw(nfd, fd, O_CLOEXEC) < 0) {
+			/*
+			 * No eventfd of its own under that number (no
+			 * descriptor free): the child must not keep the
+			 * parent's, or each process's signals would wake the
+			 * other's kqueues.  Its first signal knote makes one,
+			 * or fails with EMFILE.
+			 */
+			kq_close_raw(fd);
+			atomic_store(&sig_evfd, -1);
 		}
+		if (nfd >= 0)
+			kq_close_raw(nfd);
 	}
 }
 

@@ -19,6 +19,7 @@
  * leak into other tests; the scenarios restore them anyway before they
  * check that a late report arrives.
  */
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -377,6 +378,78 @@ closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error(
 	E_RUN(kqueue_above_limit_child, NULL, 20);
 }
 
+/*
+ * A fork() where the child cannot take over a descriptor number: the
+ * child's kqueues must not share anything with the parent's.  The
+ * parent's kqueue (made while 600 numbers were taken, so at a high
+ * number, with what it needs) watches SIGUSR1, which nobody sends; then
+ * RLIMIT_NOFILE is lowered under those numbers and the process forks.
+ * The child watches SIGUSR2 and sends it to itself many times.  The
+ * parent's kqueue descriptor must not turn readable (poll(), as on
+ * FreeBSD: readable only with an event pending).  An implementation
+ * that wakes its kqueues through one process-wide descriptor must give
+ * the child its own, or none.
+ */
+static int
+fork_above_limit_child(void *arg)
+{
+	struct rlimit old, low;
+	struct pollfd pfd;
+	int fill[600], kq, sync[2], st, i, n;
+	char c;
+	pid_t pid;
+
+	(void)arg;
+	E_SYS(pipe(sync));
+	for (n = 0; n < 600; n++)
+		E_SYS(fill[n] = open("/dev/null", O_RDONLY | O_CLOEXEC));
+	E_SYS(kq = kqueue());
+	E_CHANGE(kq, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	for (i = 0; i < n; i++)
+		E_SYS(close(fill[i]));
+	E_SYS(getrlimit(RLIMIT_NOFILE, &old));
+	low = old;
+	low.rlim_cur = 64;
+	E_CHECK(sync[0] < 64 && sync[1] < 64, "pipe %d %d", sync[0], sync[1]);
+	E_SYS(setrlimit(RLIMIT_NOFILE, &low));
+	E_SYS(pid = fork());
+	if (pid == 0) {
+		int kc;
+
+		close(sync[0]);
+		signal(SIGUSR2, SIG_IGN);
+		if ((kc = kqueue()) < 0)
+			_exit(2);
+		E_CHANGE(kc, SIGUSR2, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+		for (i = 0; i < 2000; i++)
+			kill(getpid(), SIGUSR2);
+		(void)!write(sync[1], "x", 1);
+		_exit(0);
+	}
+	E_SYS(setrlimit(RLIMIT_NOFILE, &old));
+	close(sync[1]);
+	E_CHECK(read(sync[0], &c, 1) == 1, "the child did not get to signal");
+	E_SYS(waitpid(pid, &st, 0));
+	E_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	pfd.fd = kq;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	E_CHECK(poll(&pfd, 1, 100) == 0, "the parent's kqueue, with nothing "
+	    "pending, polled readable (revents %#x) after the child's signals",
+	    pfd.revents);
+	close(sync[0]);
+	close(kq);
+	return 0;
+}
+
+static void
+fork_with_the_kqueue_above_a_lowered_limit_gives_the_child_signal_wakeups_of_its_own(
+    void **state)
+{
+	(void)state;
+	E_RUN(fork_above_limit_child, NULL, 20);
+}
+
 static void
 closed_write_number_kept_by_dup_without_free_descriptor_does_not_spin(
     void **state)
@@ -699,6 +772,7 @@ main(void)
 		cmocka_unit_test(closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
 		cmocka_unit_test(scanned_closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
 		cmocka_unit_test(closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error),
+		cmocka_unit_test(fork_with_the_kqueue_above_a_lowered_limit_gives_the_child_signal_wakeups_of_its_own),
 		cmocka_unit_test(user_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(timer_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(signal_added_with_few_descriptors_free_reports_or_fails),
