@@ -565,16 +565,16 @@ count:
 }
 
 /*
- * filt_read for the plain event of a wait (kq_translate_plain, kevent.c):
- * a fresh epoll mask without EPOLLERR, for an enabled, level-triggered
- * READ knote without NOTE_LOWAT on a descriptor epoll watches (not
- * R_NOPOLL).  nread: the FIONREAD count
- * taken after the wait, or INT_MIN for a listener's (KQ_NOCOUNT) event.
- * Writes what filt_read would, and returns 1, when the answer needs
- * nothing but what is known here: a TCP listener with connections
- * waiting or at its end of file, a connected stream socket with bytes
- * queued, any descriptor at its end of file with nothing queued (data
- * 0, whatever its kind, as filt_read says without asking it).  Returns 0 for everything else,
+ * filt_read for the plain event (kq_translate_plain, kevent.c): a fresh
+ * epoll mask without EPOLLERR, for an enabled, level-triggered READ knote
+ * without NOTE_LOWAT on a descriptor epoll watches (not R_NOPOLL).
+ * nread: the FIONREAD count taken after the wait or in the collection
+ * round, or INT_MIN for a listener's (KQ_NOCOUNT) event.  Writes what
+ * filt_read would, and returns 1, when the answer needs nothing but what
+ * is known here: a TCP listener with connections waiting or at its end of
+ * file, a connected stream socket with bytes queued, any descriptor at
+ * its end of file with nothing queued (data 0, whatever its kind, as
+ * filt_read says without asking it).  Returns 0 for everything else,
  * having changed nothing the full filt_read would not (a listener's kind
  * corrected by listen_backlog): the caller then takes filt_read's way.
  */
