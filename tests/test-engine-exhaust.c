@@ -325,6 +325,39 @@ closed_number_child(void *arg)
 }
 
 /*
+ * A kqueue made while the 600 lowest free numbers are taken, so that it
+ * (and what it makes for a first EVFILT_SIGNAL knote of signo, if not 0)
+ * sits above them once they are free again.
+ */
+static int
+kqueue_high(int signo)
+{
+	int fill[600], kq, i, n;
+
+	for (n = 0; n < 600; n++)
+		E_SYS(fill[n] = open("/dev/null", O_RDONLY | O_CLOEXEC));
+	E_SYS(kq = kqueue());
+	if (signo != 0)
+		E_CHANGE(kq, signo, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	for (i = 0; i < n; i++)
+		E_SYS(close(fill[i]));
+	E_CHECK(kq >= 600, "kqueue() got %d", kq);
+	return kq;
+}
+
+/* The soft RLIMIT_NOFILE lowered to 64; the limits before in *old. */
+static void
+limit_to_64(struct rlimit *old)
+{
+	struct rlimit low;
+
+	E_SYS(getrlimit(RLIMIT_NOFILE, old));
+	low = *old;
+	low.rlim_cur = 64;
+	E_SYS(setrlimit(RLIMIT_NOFILE, &low));
+}
+
+/*
  * The same registration under a closed number, with descriptors free but
  * the kqueue's own number at or above a lowered RLIMIT_NOFILE: an
  * implementation that must replace its epoll set under the kqueue's
@@ -335,28 +368,20 @@ closed_number_child(void *arg)
 static int
 kqueue_above_limit_child(void *arg)
 {
-	struct rlimit old, low;
+	struct rlimit old;
 	struct kevent ev[4];
-	int fill[600], kq, sv[2], keep, n, r, i;
+	int kq, sv[2], keep, r;
 
 	(void)arg;
-	for (n = 0; n < 600; n++)
-		E_SYS(fill[n] = open("/dev/null", O_RDONLY | O_CLOEXEC));
-	E_SYS(kq = kqueue());
-	for (i = 0; i < n; i++)
-		E_SYS(close(fill[i]));
-	E_CHECK(kq >= 600, "kqueue() got %d", kq);
+	kq = kqueue_high(0);
 	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	E_CHECK(send(sv[1], "abc", 3, MSG_NOSIGNAL) == 3, "send");
 	E_CHANGE(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
 	E_CHANGE(kq, 7, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
 	E_SYS(keep = dup(sv[0]));
 	E_CHECK(syscall(SYS_close, sv[0]) == 0, "raw close");
-	E_SYS(getrlimit(RLIMIT_NOFILE, &old));
-	low = old;
-	low.rlim_cur = 64;
 	E_CHECK(keep < 64 && sv[1] < 64, "descriptors %d %d", keep, sv[1]);
-	E_SYS(setrlimit(RLIMIT_NOFILE, &low));
+	limit_to_64(&old);
 	waits_end_quietly(kq, undo_rlimit, &old);
 	E_SYS(setrlimit(RLIMIT_NOFILE, &old));
 	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
@@ -393,25 +418,17 @@ closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error(
 static int
 fork_above_limit_child(void *arg)
 {
-	struct rlimit old, low;
+	struct rlimit old;
 	struct pollfd pfd;
-	int fill[600], kq, sync[2], st, i, n;
+	int kq, sync[2], st, i;
 	char c;
 	pid_t pid;
 
 	(void)arg;
 	E_SYS(pipe(sync));
-	for (n = 0; n < 600; n++)
-		E_SYS(fill[n] = open("/dev/null", O_RDONLY | O_CLOEXEC));
-	E_SYS(kq = kqueue());
-	E_CHANGE(kq, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
-	for (i = 0; i < n; i++)
-		E_SYS(close(fill[i]));
-	E_SYS(getrlimit(RLIMIT_NOFILE, &old));
-	low = old;
-	low.rlim_cur = 64;
+	kq = kqueue_high(SIGUSR1);
 	E_CHECK(sync[0] < 64 && sync[1] < 64, "pipe %d %d", sync[0], sync[1]);
-	E_SYS(setrlimit(RLIMIT_NOFILE, &low));
+	limit_to_64(&old);
 	E_SYS(pid = fork());
 	if (pid == 0) {
 		int kc;
