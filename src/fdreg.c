@@ -488,8 +488,7 @@ fdreg_attach(struct kqueue *kq, struct knote *kn)
 	 * without its walks.  If the kernel refuses (EEXIST, EPERM, ...),
 	 * fdreg_apply takes the general way and meets the same answer.
 	 */
-	if (knote_fdchain(kq, fd) == kn && kn->kn_link == NULL &&
-	    kn->kn_filter == EVFILT_READ && !kq->kq_dead &&
+	if (other == NULL && kn->kn_filter == EVFILT_READ && !kq->kq_dead &&
 	    !(cur & (R_REG | R_NOPOLL)) && !(kn->kn_status & KN_DISABLED) &&
 	    !(kn->kn_flags & (EV_CLEAR | EV_DISPATCH | EV_WAKEONE)) &&
 	    !(kn->kn_sfflags & NOTE_LOWAT)) {
