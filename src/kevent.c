@@ -729,12 +729,14 @@ kq_now_ns(void)
 }
 
 struct kq_hot kq_hot __attribute__((aligned(64))) = {
-	pthread_testcancel, pthread_setcanceltype, clock_gettime, 1, NULL, NULL
+	pthread_testcancel, pthread_setcanceltype, clock_gettime,
+	epoll_pwait2, epoll_pwait, 1, NULL, NULL
 };
 
 /*
- * The frames a cancellation abandons: it acts in glibc's signal handler,
- * which runs on top of kq_epoll_wait's frame, and unwinds from there.
+ * The frames a cancellation abandons: it acts in glibc's signal handler
+ * or in its wrapper's entry, on top of kq_epoll_wait_cancel's frame, and
+ * unwinds from there.
  * AddressSanitizer cannot unpoison the redzones of frames left that way,
  * and its own handling of the unwind then writes into them (a false
  * stack-buffer-underflow): these two frames keep no redzones.
@@ -752,11 +754,11 @@ struct kq_hot kq_hot __attribute__((aligned(64))) = {
 
 /*
  * epoll_wait with a nanosecond timeout (-1: forever), straight to the
- * kernel: never a cancellation point by itself (kq_wait_cancellable makes
- * one).  Returns the count or -errno; errno is left alone (it is one more
- * cold line and a call into the C library per wait).
+ * kernel: never a cancellation point (kq_epoll_wait_cancel is one).
+ * Returns the count or -errno; errno is left alone (it is one more cold
+ * line and a call into the C library per wait).
  */
-static KQ_CANCEL_FRAME int
+static int
 kq_epoll_wait(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
 {
 	long r;
@@ -788,22 +790,63 @@ out:
 }
 
 /*
+ * kq_epoll_wait through the C library's epoll_pwait2() (or epoll_pwait()
+ * on a kernel without it), which are cancellation points: the count, or
+ * -errno with errno left as it was.  glibc leaves its asynchronous
+ * cancellation window the way the rest of its cancellation points do:
+ * when a pthread_cancel() has already committed to its signal, it waits
+ * for the signal to land before it returns (__pthread_disable_asynccancel).
+ * A wait that switched to PTHREAD_CANCEL_ASYNCHRONOUS and back by itself
+ * returned without that wait, and the late signal then cancelled the
+ * thread wherever it was -- glibc 2.36 even inside a region where the
+ * caller had disabled cancellation, with the events of this wait taken.
+ */
+static KQ_CANCEL_FRAME int
+kq_epoll_wait_cancel(int epfd, struct epoll_event *ev, int n, int64_t tmo_ns)
+{
+	int r, saved = errno;
+
+	KQ_FAULT_WAIT();
+	if (atomic_load_explicit(&kq_hot.have_pwait2, memory_order_relaxed)) {
+		struct timespec ts = { tmo_ns / 1000000000,
+		    tmo_ns % 1000000000 };
+
+		r = kq_hot.epoll_pwait2(epfd, ev, n, tmo_ns < 0 ? NULL : &ts,
+		    NULL);
+		if (r >= 0)
+			return r;
+		if (errno != ENOSYS)
+			goto fail;
+		atomic_store_explicit(&kq_hot.have_pwait2, 0,
+		    memory_order_relaxed);
+	}
+	r = kq_hot.epoll_pwait(epfd, ev, n, tmo_ns < 0 ? -1 :
+	    tmo_ns / 1000000 >= INT_MAX ? INT_MAX :
+	    (int)((tmo_ns + 999999) / 1000000), NULL);
+	if (r >= 0)
+		return r;
+fail:
+	r = -errno;
+	errno = saved;
+	return r;
+}
+
+/*
  * kevent()'s blocking wait is a cancellation point, as FreeBSD's is when
  * it has no changes (libthr's __thr_kevent), and no cancellation may take
  * events with it: libthr never cancels a wait that returned events.
  * glibc acts on a cancellation asynchronously while a thread sleeps in a
  * cancellation point, and its signal can also arrive as the wait returns
  * with events (glibc bug 12683: for the C library's own epoll_wait an
- * EV_CLEAR event would be lost for every waiter).  So kq sleeps
- * asynchronously cancellable in its own wait, with a small batch whose
- * entries are marked unwritten first (KQ_EV_UNSET); if the cancellation
- * acts, kq_wait_cancelled puts the events the kernel had already written
- * back on the kqueue (kq_translate without room queues their knotes on the
- * active list and the doorbell wakes another waiter) and drops the
- * thread's reference on the kqueue -- without it the kqueue and its
- * descriptors would outlive its close.  The wait holds no lock (kq_lock
- * was let go, no maker section is open), and nothing between the two
- * pthread_setcanceltype() calls but the system call and stores.
+ * EV_CLEAR event would be lost for every waiter).  So kq waits in the C
+ * library's cancellation point (kq_epoll_wait_cancel) with a cleanup
+ * handler and a small batch whose entries are marked unwritten first
+ * (KQ_EV_UNSET); if the cancellation acts, kq_wait_cancelled puts the
+ * events the kernel had already written back on the kqueue (kq_translate
+ * without room queues their knotes on the active list and the doorbell
+ * wakes another waiter) and drops the thread's reference on the kqueue --
+ * without it the kqueue and its descriptors would outlive its close.  The
+ * wait holds no lock (kq_lock was let go, no maker section is open).
  */
 #define KQ_CWAIT	8		/* events per cancellable wait */
 
@@ -842,8 +885,8 @@ kq_wait_cancelled(void *arg)
 	}
 }
 
-/* kq_epoll_wait() on kq's set, kq_lock not held, *held set: the count or
-   -errno. */
+/* kq_epoll_wait_cancel() on kq's set, kq_lock not held, *held set: the
+   count or -errno. */
 static __attribute__((noinline)) KQ_CANCEL_FRAME int
 kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
     int n, int64_t tmo_ns, uint64_t seq)
@@ -853,14 +896,18 @@ kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
 
 	for (i = 0; i < n; i++)
 		ev[i].data.u64 = KQ_EV_UNSET;
+	/* A caller that is asynchronously cancellable (a signal handler that
+	   interrupted another wait) is deferred until kevent() returns, with
+	   no lock or reference held (kq_leave, kq_async_restore): the wait
+	   alone is a cancellation point. */
+	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
 	pthread_cleanup_push(kq_wait_cancelled, &w);
-	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
-	r = kq_epoll_wait(kq->kq_fd, ev, n, tmo_ns);
-	/* Deferred (acts on nothing) before the cleanup goes: a caller that
-	   was asynchronously cancellable (a signal handler that interrupted
-	   another wait) gets that back as kevent() returns, with no
-	   reference held (kq_async_restore). */
-	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_DEFERRED, &i);
+	r = kq_epoll_wait_cancel(kq->kq_fd, ev, n, tmo_ns);
+	/* As libthr's cancellation points, a wait that failed (EINTR) acts
+	   on a cancellation asked meanwhile, by a signal handler, even where
+	   the C library made no asynchronous window around the wait. */
+	if (r < 0)
+		kq_hot.testcancel();
 	pthread_cleanup_pop(0);
 	if (type == PTHREAD_CANCEL_ASYNCHRONOUS)
 		kq_tls.async_owed = 1;

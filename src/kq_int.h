@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/event.h>
+#include <sys/epoll.h>
 
 #define KQ_EXPORT	__attribute__((visibility("default")))
 #define KQ_LIKELY(x)	__builtin_expect(!!(x), 1)
@@ -423,6 +424,11 @@ struct kq_hot {
 	void		(*testcancel)(void);
 	int		(*setcanceltype)(int, int *);
 	int		(*clock_gettime)(clockid_t, struct timespec *);
+	/* The C library's waits: cancellation points (kq_wait_cancellable) */
+	int		(*epoll_pwait2)(int, struct epoll_event *, int,
+			    const struct timespec *, const sigset_t *);
+	int		(*epoll_pwait)(int, struct epoll_event *, int, int,
+			    const sigset_t *);
 	_Atomic int	have_pwait2;
 	/* defer.c: blocks freed inside a close path, not yet free()d, and
 	   kqueues whose retirement a close put off. */

@@ -4,7 +4,9 @@
  * in its wait when it has no changes; a wait that returned events is not
  * cancelled; a kevent() that only applies changes is not a cancellation
  * point.  close() stays one.  Nothing a cancellation does may leave a
- * kqueue locked, leak its descriptors or take an event with it.
+ * kqueue locked, leak its descriptors or take an event with it, and none
+ * acts after the wait returned, where the caller disabled cancellation
+ * (the same for the event ports' port_get(), illumos's cancellation point).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +14,7 @@
 #include <netinet/in.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <port.h>
 
 #include "helpers.h"
 
@@ -436,6 +439,7 @@ pending_cancellation_acts_at_kevent_with_room_and_close_only(void **state)
  * locked: a kevent() from the cleanup handler works.
  */
 static int sc_pipe[2], sc_kq;
+static volatile sig_atomic_t sc_returned;	/* kevent() came back */
 
 static void
 sc_handler(int sig)
@@ -448,7 +452,8 @@ static void
 sc_cleanup(void *arg)
 {
 	struct kevent ev;
-	char c = kevent(sc_kq, NULL, 0, &ev, 1, &t_zero) == 0 ? 'C' : 'L';
+	char c = sc_returned ? 'R' :
+	    kevent(sc_kq, NULL, 0, &ev, 1, &t_zero) == 0 ? 'C' : 'L';
 
 	(void)arg;
 	(void)write(sc_pipe[1], &c, 1);
@@ -481,8 +486,11 @@ the_only_thread_waiting_is_cancelled_by_its_own_signal_handler(void **state)
 		(void)setitimer(ITIMER_REAL, &it, NULL);
 		pthread_cleanup_push(sc_cleanup, NULL);
 		(void)kevent(sc_kq, NULL, 0, &ev, 1, NULL);
+		/* Returned instead: the write below is a cancellation point
+		   too, and the cleanup handler says so. */
+		sc_returned = 1;
 		pthread_cleanup_pop(0);
-		c = 'R';	/* returned instead */
+		c = 'R';
 		(void)write(sc_pipe[1], &c, 1);
 		T_EXIT(2);
 	}
@@ -492,6 +500,134 @@ the_only_thread_waiting_is_cancelled_by_its_own_signal_handler(void **state)
 	close(sc_pipe[0]);
 	assert_int_equal(c, 'C');
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/*
+ * Shared by thread_with_cancellation_disabled_after_*: a waiter that turns
+ * cancellation off as soon as its wait returns and then works (a
+ * nanosleep, itself a cancellation point, stands for the reads and writes
+ * of handling the events), while another thread cancels waiters at random
+ * moments.  POSIX: a thread with cancellation disabled is not cancelled;
+ * the cleanup handler counts the cancellations that acted in that region.
+ * use_port: the wait is port_get() on an event port fed by port_send().
+ */
+static int cd_q, cd_use_port;
+static atomic_int cd_stop, cd_in_disabled;
+static _Thread_local int cd_disabled;
+
+static void
+cd_cleanup(void *arg)
+{
+	if (cd_disabled)
+		atomic_fetch_add(&cd_in_disabled, 1);
+	t_cancel_cleanup(arg);
+}
+
+static void *
+cd_waiter(void *arg)
+{
+	struct timespec work = { 0, 200000 };
+	struct kevent ev[8];
+	port_event_t pe;
+	int old;
+
+	(void)arg;
+	pthread_cleanup_push(cd_cleanup, NULL);
+	for (;;) {
+		if (cd_use_port)
+			(void)port_get(cd_q, &pe, NULL);
+		else
+			(void)kevent(cd_q, NULL, 0, ev, 8, NULL);
+		(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+		cd_disabled = 1;
+		(void)nanosleep(&work, NULL);
+		cd_disabled = 0;
+		(void)pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+	}
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+static void *
+cd_ticker(void *arg)
+{
+	struct kevent ch;
+
+	(void)arg;
+	EV_SET(&ch, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	while (!atomic_load(&cd_stop)) {	/* an event every ~100 us */
+		if (cd_use_port)
+			(void)port_send(cd_q, 1, NULL);
+		else
+			(void)kevent(cd_q, &ch, 1, NULL, 0, NULL);
+		usleep(100);
+	}
+	return NULL;
+}
+
+static void
+cancel_waiters_at_random(int use_port)
+{
+	struct kevent ch;
+	pthread_t w[2], tick;
+	unsigned seed = 7;
+	int i, k;
+
+	cd_use_port = use_port;
+	atomic_store(&cd_stop, 0);
+	atomic_store(&cd_in_disabled, 0);
+	cd_q = use_port ? port_create() : kqueue();
+	assert_true(cd_q >= 0);
+	if (!use_port) {
+		EV_SET(&ch, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+		assert_int_equal(kevent(cd_q, &ch, 1, NULL, 0, NULL), 0);
+	}
+	assert_int_equal(pthread_create(&tick, NULL, cd_ticker, NULL), 0);
+	for (k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&w[k], NULL, cd_waiter, NULL),
+		    0);
+	for (i = 0; i < 2000; i++) {
+		seed = seed * 1103515245u + 12345u;
+		k = (int)((seed >> 16) % 2);
+		usleep((seed >> 4) % 400);
+		assert_int_equal(pthread_cancel(w[k]), 0);
+		assert_int_equal(pthread_join(w[k], NULL), 0);
+		assert_int_equal(pthread_create(&w[k], NULL, cd_waiter, NULL),
+		    0);
+	}
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(pthread_cancel(w[k]), 0);
+		assert_int_equal(pthread_join(w[k], NULL), 0);
+	}
+	atomic_store(&cd_stop, 1);
+	assert_int_equal(pthread_join(tick, NULL), 0);
+	if (atomic_load(&cd_in_disabled) > 0)
+		fprintf(stderr, "%d of 2002 cancellations acted with "
+		    "cancellation disabled\n", atomic_load(&cd_in_disabled));
+	assert_int_equal(atomic_load(&cd_in_disabled), 0);
+	close(cd_q);
+}
+
+/*
+ * A cancellation that arrives as kevent()'s wait returns acts at the
+ * caller's next cancellation point only while cancellation is enabled:
+ * never inside a region the caller disabled once kevent() returned.
+ */
+static void
+thread_with_cancellation_disabled_after_kevent_returned_is_never_cancelled(
+    void **state)
+{
+	(void)state;
+	cancel_waiters_at_random(0);
+}
+
+/* The same for port_get(). */
+static void
+thread_with_cancellation_disabled_after_port_get_returned_is_never_cancelled(
+    void **state)
+{
+	(void)state;
+	cancel_waiters_at_random(1);
 }
 
 int
@@ -504,6 +640,8 @@ main(void)
 		cmocka_unit_test(blocked_kevent_with_any_timeout_acts_on_cancellation_at_once),
 		cmocka_unit_test(pending_cancellation_acts_at_kevent_with_room_and_close_only),
 		cmocka_unit_test(the_only_thread_waiting_is_cancelled_by_its_own_signal_handler),
+		cmocka_unit_test(thread_with_cancellation_disabled_after_kevent_returned_is_never_cancelled),
+		cmocka_unit_test(thread_with_cancellation_disabled_after_port_get_returned_is_never_cancelled),
 	};
 
 	return t_run_group(tests, NULL, NULL);
