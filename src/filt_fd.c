@@ -741,8 +741,19 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 
 	if (kn->kn_reg & R_NOPOLL)
 		return 0;
-	if (ioctl(fd, SIOCOUTQ, &n) != 0)
-		return errno == EBADF ? -1 : 0;
+	if (ioctl(fd, SIOCOUTQ, &n) != 0) {
+		int listening = 0;
+		socklen_t len = sizeof(listening);
+
+		if (errno == EBADF)
+			return -1;
+		/* A listening socket has no send buffer (EINVAL): FreeBSD's
+		   filter reports it empty. */
+		if (ksys_getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening,
+		    &len) != 0 || !listening)
+			return 0;
+		n = 0;
+	}
 	if (n != 0) {
 		if (!tcp_dropped(fd)) {
 			kn->kn_status &= ~KN_FIRED;

@@ -412,6 +412,40 @@ empty_fires_at_once_on_idle_connected_socket(void **state)
 	close(s);
 }
 
+/*
+ * A listening socket has no send buffer: FreeBSD reports it empty, at
+ * once, and with EV_CLEAR only once.
+ */
+static void
+empty_fires_at_once_on_listening_socket(void **state)
+{
+	struct sockaddr_in a;
+	struct kevent ev;
+	int kq, l;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((l = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 5), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, l, EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.ident, l);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+	assert_int_equal(ev.data, 0);
+	close(kq);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, l, EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+	assert_int_equal(wait_events(kq, &ev, 1, 50), 0);
+	close(kq);
+	close(l);
+}
+
 /* Receive exactly len bytes on a blocking socket. */
 static void
 recv_exact(int fd, size_t len)
@@ -639,6 +673,7 @@ main(void)
 		cmocka_unit_test(write_note_lowat_fires_only_at_the_mark),
 		cmocka_unit_test(tcp_write_eof_after_peer_reset),
 		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
+		cmocka_unit_test(empty_fires_at_once_on_listening_socket),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
 		cmocka_unit_test(empty_fires_when_connection_dropped_with_data_unacknowledged),
 		cmocka_unit_test(empty_knotes_outlive_their_neighbours_deleted_closed_or_disabled),
