@@ -1032,8 +1032,15 @@ kq_collect_in(struct kqueue *kq, struct kevent *out, int nevents,
 				continue;
 			}
 			/* Could epoll hand this event out again unchanged?
-			   Only a level-triggered registration whose knotes
-			   are still there after the translation. */
+			   A level-triggered registration whose knotes are
+			   still there after the translation, and the
+			   doorbell, ready while the active list has knotes
+			   (scanned after the fetches): counting it as used
+			   made a round with a long active list fetch it
+			   again and again, about one system call per
+			   KQ_OWNBATCH knotes queued. */
+			if (ev[i].data.u64 == (KQ_SRCKEY | KQ_SRC_BELL))
+				continue;
 			if (!(ev[i].data.u64 & KQ_SRCKEY)) {
 				chain = knote_fdchain(kq, (int)ev[i].data.u64);
 				again = chain != NULL && (chain->kn_reg &
