@@ -339,7 +339,99 @@ struct kn_empty {
 	struct knote	  ke_kn;	/* first: the engine's knote */
 	struct kn_empty	 *ke_next;
 	struct kn_empty	**ke_prevp;	/* NULL while not on the list */
+	int		  ke_woken;	/* a write-space wake-up since the
+					   last report (empty_ready) */
+	int		  ke_watched;	/* in the KQ_SRC_EMPTY set */
 };
+
+/*
+ * Without TCP's count of acknowledged bytes, a send buffer that filled
+ * and drained between two checks looks as if nothing happened, and an
+ * EV_CLEAR knote would miss that transition to empty.  The socket's
+ * write-space wake-ups tell: the kernel wakes a socket's waiters for
+ * writing when its peer (or the device) frees what it had sent.  So every
+ * EMPTY knote's descriptor is also in a second epoll set of the kqueue's,
+ * for EPOLLOUT, edge-triggered: one event a wake-up.  That set is the
+ * internal source KQ_SRC_EMPTY, made with the first EMPTY knote; when it
+ * is ready, empty_ready marks each woken knote (ke_woken) and queues it
+ * for a check.  The set is keyed by descriptor number: an event for a
+ * number whose file was closed behind kq's back while a dup() kept it can
+ * only mark the number's current EMPTY knote, whose check then looks at
+ * the socket itself.
+ */
+static void
+empty_drain(struct kqueue *kq, struct kqsrc *src, int skip)
+{
+	struct epoll_event ev[64];
+	int i, r;
+
+	do {
+		r = ksys_epoll_poll(src->ks_fd, ev, 64);
+		for (i = 0; i < r; i++) {
+			int fd = (int)(uint32_t)ev[i].data.u64;
+			struct knote *kn = fd == skip ? NULL :
+			    knote_lookup(kq, (uintptr_t)fd, EVFILT_EMPTY, 1);
+
+			if (kn == NULL)
+				continue;
+			((struct kn_empty *)(void *)kn)->ke_woken = 1;
+			if (!(kn->kn_status & KN_DISABLED))
+				knote_enqueue(kq, kn);
+		}
+	} while (r == 64);
+}
+
+static void
+empty_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
+{
+	(void)events;
+	empty_drain(kq, src, -1);
+}
+
+/* Watch kn's descriptor for write-space wake-ups.  0 or an errno. */
+static int
+empty_watch(struct kqueue *kq, struct knote *kn)
+{
+	struct kn_empty *ke = (struct kn_empty *)(void *)kn;
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_EMPTY];
+	struct epoll_event ev;
+	int fd, e;
+
+	if (src->ks_ready == NULL) {
+		fd = KQ_FDCALL(epoll_create1(EPOLL_CLOEXEC));
+		if (fd < 0)
+			return errno;
+		if ((e = kq_src_add(kq, KQ_SRC_EMPTY, fd, empty_ready)) != 0) {
+			kq_close_raw(fd);
+			return e;
+		}
+	}
+	ev.events = EPOLLOUT | EPOLLET;
+	ev.data.u64 = (uint32_t)kn->kn_ident;
+	e = ksys_epoll_ctl(src->ks_fd, EPOLL_CTL_ADD, (int)kn->kn_ident, &ev);
+	if (e != 0 && e != -EEXIST)
+		return -e;
+	ke->ke_watched = 1;
+	/* The event epoll makes at once for a writable socket is its state,
+	   not a wake-up: consumed here (the others' are passed on). */
+	empty_drain(kq, src, (int)kn->kn_ident);
+	return 0;
+}
+
+static void
+empty_unwatch(struct kqueue *kq, struct knote *kn)
+{
+	struct kn_empty *ke = (struct kn_empty *)(void *)kn;
+	struct epoll_event ev;
+
+	if (!ke->ke_watched)
+		return;
+	ke->ke_watched = 0;
+	/* The number is still the knote's file: close() drops knotes
+	   before it closes (close.c). */
+	(void)ksys_epoll_ctl(kq->kq_src[KQ_SRC_EMPTY].ks_fd, EPOLL_CTL_DEL,
+	    (int)kn->kn_ident, &ev);
+}
 
 static void
 empty_link(struct kqueue *kq, struct knote *kn)
@@ -377,8 +469,10 @@ kq_empty_repoll(struct kqueue *kq)
 static int
 filt_fddetach(struct kqueue *kq, struct knote *kn)
 {
-	if (kn->kn_filter == EVFILT_EMPTY)
+	if (kn->kn_filter == EVFILT_EMPTY) {
 		empty_unlink(kq, kn);
+		empty_unwatch(kq, kn);
+	}
 	if (R_KIND(kn->kn_reg) == K_FILE)
 		kq_inotify_unwatch(kq, kn);
 	return fdreg_detach(kq, kn);
@@ -785,9 +879,11 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 			    (int32_t)(uint32_t)acked == kn->kn_sdata)
 				return 0;
 			kn->kn_sdata = (int32_t)(uint32_t)acked;
-		} else if (kn->kn_status & KN_FIRED)
+		} else if ((kn->kn_status & KN_FIRED) &&
+		    !((struct kn_empty *)(void *)kn)->ke_woken)
 			return 0;
 	}
+	((struct kn_empty *)(void *)kn)->ke_woken = 0;
 	out->data = 0;
 	out->fflags = 0;
 	if (hint & EPOLLHUP)
@@ -804,8 +900,11 @@ filt_emptyattach(struct kqueue *kq, struct knote *kn)
 	if (fstat((int)kn->kn_ident, &st) == 0 && !S_ISSOCK(st.st_mode))
 		return EINVAL;
 	/* A failed attach is not detached: link only after success. */
-	if ((e = filt_fdattach(kq, kn)) == 0)
-		empty_link(kq, kn);
+	if ((e = filt_fdattach(kq, kn)) != 0)
+		return e;
+	empty_link(kq, kn);
+	if ((e = empty_watch(kq, kn)) != 0)
+		(void)filt_fddetach(kq, kn);
 	return e;
 }
 
@@ -829,6 +928,19 @@ const struct filterops fd_write_filtops = {
 	.f_event = filt_write,
 };
 
+/*
+ * FreeBSD evaluates the filter again after every change of a knote that
+ * stays (kqueue_register): an EV_ADD or EV_ENABLE of an EV_CLEAR knote on
+ * an empty socket reports it again.
+ */
+static int
+filt_emptymodify(struct kqueue *kq, struct knote *kn,
+    const struct kevent *kev)
+{
+	kn->kn_status &= ~KN_FIRED;
+	return filt_fdmodify(kq, kn, kev);
+}
+
 static void
 filt_emptyclear(struct kqueue *kq, struct knote *kn)
 {
@@ -840,7 +952,7 @@ const struct filterops fd_empty_filtops = {
 	.f_size = sizeof(struct kn_empty),
 	.f_attach = filt_emptyattach,
 	.f_detach = filt_fddetach,
-	.f_modify = filt_fdmodify,
+	.f_modify = filt_emptymodify,
 	.f_update = fdreg_update,
 	.f_event = filt_empty,
 	.f_clear = filt_emptyclear,

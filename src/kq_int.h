@@ -250,6 +250,7 @@ struct kqsrc {
 #define KQ_SRC_SIGNAL	3
 #define KQ_SRC_PROC	4
 #define KQ_SRC_MOUNT	5	/* /proc/self/mountinfo (EPOLLPRI) */
+#define KQ_SRC_EMPTY	6	/* EVFILT_EMPTY's write-space wake-ups */
 
 /*
  * A kernel descriptor that belongs to one non-descriptor knote (the pidfd

@@ -446,6 +446,51 @@ empty_fires_at_once_on_listening_socket(void **state)
 	close(l);
 }
 
+/*
+ * FreeBSD evaluates a knote's filter again after every change that keeps
+ * it: an EV_CLEAR EMPTY knote on a socket that stays empty, reported once,
+ * is reported again after another EV_ADD, and after EV_DISABLE and
+ * EV_ENABLE (a connected TCP socket, a Unix-domain one, a listener).
+ */
+static void
+empty_clear_knote_added_or_enabled_again_reports_an_empty_socket_again(
+    void **state)
+{
+	struct sockaddr_in a;
+	struct kevent ev;
+	int kq, fds[5], i;
+
+	(void)state;
+	tcp_pair(&fds[0], &fds[1]);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, &fds[2]), 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((fds[4] = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(fds[4], (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fds[4], 5), 0);
+	for (i = 0; i < 5; i += 2) {	/* fds 0, 2, 4 */
+		assert_true((kq = kqueue()) >= 0);
+		t_change(kq, fds[i], EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+		assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+		assert_int_equal(wait_events(kq, &ev, 1, 20), 0);
+		t_change(kq, fds[i], EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+		assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+		assert_int_equal(ev.filter, EVFILT_EMPTY);
+		assert_int_equal(wait_events(kq, &ev, 1, 20), 0);
+		t_change(kq, fds[i], EVFILT_EMPTY, EV_DISABLE, 0, 0, NULL);
+		t_change(kq, fds[i], EVFILT_EMPTY, EV_ENABLE, 0, 0, NULL);
+		assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+		assert_int_equal(ev.filter, EVFILT_EMPTY);
+		assert_int_equal(wait_events(kq, &ev, 1, 20), 0);
+		close(kq);
+	}
+	for (i = 0; i < 5; i++)
+		close(fds[i]);
+}
+
 /* Receive exactly len bytes on a blocking socket. */
 static void
 recv_exact(int fd, size_t len)
@@ -491,6 +536,40 @@ empty_fires_again_when_sent_data_acknowledged(void **state)
 	close(kq);
 	close(c);
 	close(s);
+}
+
+/*
+ * With EV_CLEAR on a Unix-domain socket, whose send queue has no count of
+ * bytes the peer took: data sent and read by the peer before kevent() is
+ * called fires EVFILT_EMPTY again, once a round (FreeBSD wakes the
+ * sender's filters on every read of its peer).
+ */
+static void
+empty_clear_on_unix_socket_fires_when_the_peer_drains_before_a_check(
+    void **state)
+{
+	struct kevent ev;
+	char buf[100];
+	int kq, sv[2], round;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, sv[0], EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(wait_events(kq, &ev, 1, 20), 0);
+	memset(buf, 'u', sizeof(buf));
+	for (round = 0; round < 5; round++) {
+		assert_int_equal(write(sv[0], buf, sizeof(buf)), 100);
+		assert_int_equal(read(sv[1], buf, sizeof(buf)), 100);
+		assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+		assert_int_equal(ev.ident, sv[0]);
+		assert_int_equal(ev.filter, EVFILT_EMPTY);
+		assert_int_equal(wait_events(kq, &ev, 1, 20), 0);
+	}
+	close(kq);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 /*
@@ -674,7 +753,9 @@ main(void)
 		cmocka_unit_test(tcp_write_eof_after_peer_reset),
 		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
 		cmocka_unit_test(empty_fires_at_once_on_listening_socket),
+		cmocka_unit_test(empty_clear_knote_added_or_enabled_again_reports_an_empty_socket_again),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
+		cmocka_unit_test(empty_clear_on_unix_socket_fires_when_the_peer_drains_before_a_check),
 		cmocka_unit_test(empty_fires_when_connection_dropped_with_data_unacknowledged),
 		cmocka_unit_test(empty_knotes_outlive_their_neighbours_deleted_closed_or_disabled),
 		cmocka_unit_test(empty_fires_after_send_acknowledged_level),
