@@ -970,6 +970,7 @@ kq_collect_in(struct kqueue *kq, struct kevent *out, int nevents,
     struct epoll_event *ev, int *nread, int cap)
 {
 	int n = 0, r, i, want, before, queued, fetches, used, items, seen = 0;
+	int bells = 0, cycled = 0;
 	struct kq_quiet quiet = { 0, { 0 } };
 
 	if (__builtin_expect(kq->kq_alert != NULL, 0)) {
@@ -1031,16 +1032,26 @@ kq_collect_in(struct kqueue *kq, struct kevent *out, int nevents,
 				n++;
 				continue;
 			}
-			/* Could epoll hand this event out again unchanged?
-			   A level-triggered registration whose knotes are
-			   still there after the translation, and the
-			   doorbell, ready while the active list has knotes
-			   (scanned after the fetches): counting it as used
-			   made a round with a long active list fetch it
-			   again and again, about one system call per
-			   KQ_OWNBATCH knotes queued. */
-			if (ev[i].data.u64 == (KQ_SRCKEY | KQ_SRC_BELL))
+			/*
+			 * The doorbell, ready while the active list has
+			 * knotes (scanned after the fetches), has nothing to
+			 * translate.  It is level-triggered: epoll puts it
+			 * back at the tail of its ready list each time, so
+			 * the second time a round fetches it, every event
+			 * that was ready has been fetched.  Without that
+			 * stop, a round with a long active list and nothing
+			 * else ready fetched the doorbell again and again,
+			 * a system call per KQ_OWNBATCH knotes queued.
+			 */
+			if (ev[i].data.u64 == (KQ_SRCKEY | KQ_SRC_BELL)) {
+				if (bells++ > 0)
+					cycled = 1;
+				used++;
 				continue;
+			}
+			/* Could epoll hand this event out again unchanged?
+			   Only a level-triggered registration whose knotes
+			   are still there after the translation. */
 			if (!(ev[i].data.u64 & KQ_SRCKEY)) {
 				chain = knote_fdchain(kq, (int)ev[i].data.u64);
 				again = chain != NULL && (chain->kn_reg &
@@ -1061,7 +1072,7 @@ kq_collect_in(struct kqueue *kq, struct kevent *out, int nevents,
 		 * as can be ready were seen in a row, the list was gone
 		 * through.
 		 */
-		if (r < want)
+		if (r < want || cycled)
 			break;
 		if (n == before && kq->kq_count == queued && used == 0) {
 			if ((seen += r) >= items)

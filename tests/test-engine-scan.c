@@ -516,6 +516,81 @@ six_hundred_ready_sockets_returned_at_once_with_room_for_1700(void **state)
 }
 
 /*
+ * One event a call from a queue that never runs dry: a user event that is
+ * triggered again each time it is reported, and np pipes that stay
+ * readable.  FreeBSD keeps one queue, re-queueing each at its tail, so
+ * every source comes round within np + 1 calls.  kq may favour the user
+ * event (it alternates its two sources), but neither may take the slot
+ * call after call: the user event within np + 1 calls, each pipe within
+ * 2 (np + 1).
+ */
+static int
+user_and_pipes_child(void *arg)
+{
+	int np = (int)(intptr_t)arg, kq, i, call, (*p)[2];
+	int last_user = -1, *last;
+	int user_gap = 0, pipe_gap = 0;
+	struct kevent ev;
+
+	E_SYS(kq = kqueue());
+	E_CHANGE(kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	E_CHANGE(kq, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	E_CHECK((p = calloc((size_t)np, sizeof(*p))) != NULL, "calloc");
+	E_CHECK((last = calloc((size_t)np, sizeof(*last))) != NULL, "calloc");
+	for (i = 0; i < np; i++) {
+		E_SYS(pipe(p[i]));
+		E_SYS(write(p[i][1], "x", 1));
+		E_CHANGE(kq, p[i][0], EVFILT_READ, EV_ADD, 0, 0,
+		    (void *)(intptr_t)(i + 1));
+		last[i] = -1;
+	}
+	for (call = 0; call < 20000; call++) {
+		E_CHECK(kevent(kq, NULL, 0, &ev, 1, &t_zero) == 1,
+		    "call %d returned no event", call);
+		if (ev.filter == EVFILT_USER) {
+			if (call - last_user > user_gap)
+				user_gap = call - last_user;
+			last_user = call;
+			E_CHANGE(kq, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+		} else {
+			i = (int)(intptr_t)ev.udata - 1;
+			E_CHECK(ev.filter == EVFILT_READ && i >= 0 && i < np,
+			    "unexpected event %d", ev.filter);
+			if (call - last[i] > pipe_gap)
+				pipe_gap = call - last[i];
+			last[i] = call;
+		}
+	}
+	/* (and the calls after the last report of each) */
+	if (call - last_user > user_gap)
+		user_gap = call - last_user;
+	for (i = 0; i < np; i++)
+		if (call - last[i] > pipe_gap)
+			pipe_gap = call - last[i];
+	E_CHECK(user_gap <= np + 1, "%d pipes: the user event waited %d "
+	    "calls", np, user_gap);
+	E_CHECK(pipe_gap <= 2 * (np + 1), "%d pipes: a pipe waited %d calls",
+	    np, pipe_gap);
+	for (i = 0; i < np; i++) {
+		close(p[i][0]);
+		close(p[i][1]);
+	}
+	free(p);
+	free(last);
+	close(kq);
+	return 0;
+}
+
+static void
+queued_user_event_and_ready_pipes_each_come_round_when_calls_take_one(
+    void **state)
+{
+	(void)state;
+	E_RUN(user_and_pipes_child, (void *)(intptr_t)10, 30);
+	E_RUN(user_and_pipes_child, (void *)(intptr_t)200, 30);
+}
+
+/*
  * kevent() on a thread with the smallest stack the C library allows: 600
  * ready registrations, room for 1 to 1700, with a zero timeout, with a
  * timeout and no changes (a wait that is a cancellation point), and with
@@ -985,7 +1060,7 @@ int
 main(void)
 {
 	static struct busy params[NBUSY];
-	struct CMUnitTest tests[13 + NBUSY];
+	struct CMUnitTest tests[14 + NBUSY];
 	int n = 0, i, m;
 
 	memset(tests, 0, sizeof(tests));
@@ -999,6 +1074,7 @@ main(void)
 	ADD(six_hundred_ready_returned_on_a_thread_with_the_smallest_stack);
 	ADD(ready_nested_kqueue_counted_on_a_thread_with_the_smallest_stack);
 	ADD(udp_counts_collected_on_the_smallest_stack_under_signals);
+	ADD(queued_user_event_and_ready_pipes_each_come_round_when_calls_take_one);
 	ADD(vnode_events_collected_on_the_smallest_stack_directly_and_nested);
 	ADD(process_events_collected_on_the_smallest_stack_directly_and_nested);
 #undef ADD
