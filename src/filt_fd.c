@@ -388,6 +388,27 @@ empty_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	empty_drain(kq, src, -1);
 }
 
+/*
+ * Make the kqueue's KQ_SRC_EMPTY set.  0 or an errno.  Under
+ * kq_mkfd_begin() (see registry.c): from epoll_create1() to its claim by
+ * kq_src_add() no fork() child may be made nor closefrom() act, or the
+ * child would keep the set and a closefrom() would close kq's descriptor.
+ */
+static int
+empty_source(struct kqueue *kq)
+{
+	int fd, e = 0;
+
+	kq_mkfd_begin();
+	fd = KQ_FDCALL(epoll_create1(EPOLL_CLOEXEC));
+	if (fd < 0)
+		e = errno;
+	else if ((e = kq_src_add(kq, KQ_SRC_EMPTY, fd, empty_ready)) != 0)
+		kq_close_raw(fd);
+	kq_mkfd_end();
+	return e;
+}
+
 /* Watch kn's descriptor for write-space wake-ups.  0 or an errno. */
 static int
 empty_watch(struct kqueue *kq, struct knote *kn)
@@ -395,17 +416,10 @@ empty_watch(struct kqueue *kq, struct knote *kn)
 	struct kn_empty *ke = (struct kn_empty *)(void *)kn;
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_EMPTY];
 	struct epoll_event ev;
-	int fd, e;
+	int e;
 
-	if (src->ks_ready == NULL) {
-		fd = KQ_FDCALL(epoll_create1(EPOLL_CLOEXEC));
-		if (fd < 0)
-			return errno;
-		if ((e = kq_src_add(kq, KQ_SRC_EMPTY, fd, empty_ready)) != 0) {
-			kq_close_raw(fd);
-			return e;
-		}
-	}
+	if (src->ks_ready == NULL && (e = empty_source(kq)) != 0)
+		return e;
 	ev.events = EPOLLOUT | EPOLLET;
 	ev.data.u64 = (uint32_t)kn->kn_ident;
 	e = ksys_epoll_ctl(src->ks_fd, EPOLL_CTL_ADD, (int)kn->kn_ident, &ev);

@@ -266,6 +266,46 @@ fork_child_of_threads_making_kqueues_with_timers_inherits_no_timer(
 	pthread_join(t, NULL);
 }
 
+static void *
+empty_churn(void *arg)
+{
+	int sv[2];
+
+	(void)arg;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return NULL;
+	while (!atomic_load(&stop)) {
+		struct kevent kev;
+		int kq = kqueue();
+
+		if (kq < 0)
+			continue;
+		EV_SET(&kev, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD | EV_CLEAR,
+		    0, 0, NULL);
+		(void)kevent(kq, &kev, 1, NULL, 0, NULL);
+		close(kq);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	return NULL;
+}
+
+/* An EVFILT_EMPTY knote's first makes an epoll set of kq's own. */
+static void
+fork_child_of_threads_adding_empty_knotes_inherits_no_epoll_set(
+    void **state)
+{
+	pthread_t t;
+
+	(void)state;
+	atomic_store(&stop, 0);
+	assert_int_equal(pthread_create(&t, NULL, empty_churn, NULL), 0);
+	/* The program makes no epoll set: any in a child is kq's. */
+	assert_int_equal(forks_with_links(300, "anon_inode:[eventpoll]"), 0);
+	atomic_store(&stop, 1);
+	pthread_join(t, NULL);
+}
+
 /* ---- vfork(): the child's close() is its own */
 
 static int
@@ -429,6 +469,7 @@ main(void)
 		cmocka_unit_test(parent_fork_handler_may_add_timer_and_proc_knotes),
 		cmocka_unit_test(fork_child_of_a_thread_collecting_eventfd_events_inherits_no_kq_file),
 		cmocka_unit_test(fork_child_of_threads_making_kqueues_with_timers_inherits_no_timer),
+		cmocka_unit_test(fork_child_of_threads_adding_empty_knotes_inherits_no_epoll_set),
 		cmocka_unit_test(vfork_child_closing_a_watched_descriptor_keeps_the_parents_knote),
 		cmocka_unit_test(vfork_child_closing_the_kqueue_keeps_the_parents_kqueue),
 		cmocka_unit_test(vfork_child_closing_every_descriptor_keeps_the_parents_kqueues),
