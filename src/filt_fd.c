@@ -342,6 +342,7 @@ struct kn_empty {
 	int		  ke_woken;	/* a write-space wake-up since the
 					   last report (empty_ready) */
 	int		  ke_watched;	/* in the KQ_SRC_EMPTY set */
+	uint32_t	  ke_gen;	/* its registration's tag there */
 };
 
 /*
@@ -354,10 +355,11 @@ struct kn_empty {
  * for EPOLLOUT, edge-triggered: one event a wake-up.  That set is the
  * internal source KQ_SRC_EMPTY, made with the first EMPTY knote; when it
  * is ready, empty_ready marks each woken knote (ke_woken) and queues it
- * for a check.  The set is keyed by descriptor number: an event for a
- * number whose file was closed behind kq's back while a dup() kept it can
- * only mark the number's current EMPTY knote, whose check then looks at
- * the socket itself.
+ * for a check.  A registration's data is the descriptor number and a tag
+ * of the knote's (ke_gen, from kq_empty_gen): a file closed behind kq's
+ * back while a dup() keeps it stays registered under its number, and the
+ * tag keeps its wake-ups from marking a later EMPTY knote on that number,
+ * which would then report its own empty socket again.
  */
 static void
 empty_drain(struct kqueue *kq, struct kqsrc *src, int skip)
@@ -372,7 +374,8 @@ empty_drain(struct kqueue *kq, struct kqsrc *src, int skip)
 			struct knote *kn = fd == skip ? NULL :
 			    knote_lookup(kq, (uintptr_t)fd, EVFILT_EMPTY, 1);
 
-			if (kn == NULL)
+			if (kn == NULL || ((struct kn_empty *)(void *)kn)->
+			    ke_gen != (uint32_t)(ev[i].data.u64 >> 32))
 				continue;
 			((struct kn_empty *)(void *)kn)->ke_woken = 1;
 			if (!(kn->kn_status & KN_DISABLED))
@@ -420,10 +423,14 @@ empty_watch(struct kqueue *kq, struct knote *kn)
 
 	if (src->ks_ready == NULL && (e = empty_source(kq)) != 0)
 		return e;
+	ke->ke_gen = ++kq->kq_empty_gen;
 	ev.events = EPOLLOUT | EPOLLET;
-	ev.data.u64 = (uint32_t)kn->kn_ident;
+	ev.data.u64 = (uint64_t)ke->ke_gen << 32 | (uint32_t)kn->kn_ident;
 	e = ksys_epoll_ctl(src->ks_fd, EPOLL_CTL_ADD, (int)kn->kn_ident, &ev);
-	if (e != 0 && e != -EEXIST)
+	if (e == -EEXIST)	/* the file is there already: retag it */
+		e = ksys_epoll_ctl(src->ks_fd, EPOLL_CTL_MOD,
+		    (int)kn->kn_ident, &ev);
+	if (e != 0)
 		return -e;
 	ke->ke_watched = 1;
 	/* The event epoll makes at once for a writable socket is its state,

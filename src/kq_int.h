@@ -317,6 +317,8 @@ struct kqueue {
 	struct kn_empty	*kq_empty;	/* knotes that must be re-checked on a
 					   timer (EVFILT_EMPTY, filt_fd.c);
 					   NULL if none */
+	uint32_t	 kq_empty_gen;	/* last tag of a KQ_SRC_EMPTY
+					   registration (filt_fd.c; kq_lock) */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;

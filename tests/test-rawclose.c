@@ -324,6 +324,50 @@ vnode_knote_of_number_reused_by_a_watched_socket_leaves_its_knote(void **state)
 }
 
 /*
+ * An EV_CLEAR EMPTY knote on a number that was closed raw while a dup()
+ * keeps the old socket, then reused by a new socket: the old socket's
+ * drains are not the new one's and are not reported (FreeBSD dropped the
+ * old knote at the close); the new socket's own drain is.
+ */
+static void
+empty_knote_on_reused_number_ignores_the_old_sockets_drains(void **state)
+{
+	int kq = t_new_kq(), a[2], sv[2], keep, i;
+	struct kevent ev;
+	char buf[8];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	t_track(a[1]);
+	t_change(kq, (uintptr_t)a[0], EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0,
+	    (void *)1);
+	ev = t_expect_one(kq);
+	assert_ptr_equal(ev.udata, (void *)1);
+	keep = t_track(dup(a[0]));
+	raw_close(a[0]);
+	pair_at(a[0], sv);
+	t_track(sv[0]);
+	t_track(sv[1]);
+	t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0,
+	    (void *)2);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, (uintptr_t)sv[0]);
+	assert_ptr_equal(ev.udata, (void *)2);
+	t_expect_none(kq);
+	for (i = 0; i < 3; i++) {
+		write_all(keep, "abc", 3);
+		assert_int_equal(read(a[1], buf, sizeof(buf)), 3);
+		t_expect_none(kq);
+	}
+	write_all(sv[0], "x", 1);
+	assert_int_equal(read(sv[1], buf, sizeof(buf)), 1);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.ident, (uintptr_t)sv[0]);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+	assert_ptr_equal(ev.udata, (void *)2);
+}
+
+/*
  * A number closed raw while a dup() keeps its file open: epoll still
  * reports the file under the old number.  That event is not reported, and
  * the kqueue's other knotes -- another descriptor, a timer, a process --
@@ -919,6 +963,7 @@ main(void)
 		cmocka_unit_test(vnode_knote_of_file_closed_by_raw_syscall_is_not_reported),
 		cmocka_unit_test(vnode_knote_of_number_reused_by_another_file_is_gone),
 		cmocka_unit_test(vnode_knote_of_number_reused_by_a_watched_socket_leaves_its_knote),
+		cmocka_unit_test(empty_knote_on_reused_number_ignores_the_old_sockets_drains),
 		cmocka_unit_test(other_knotes_survive_a_number_closed_raw_while_its_file_stays_open),
 		cmocka_unit_test(kevent_on_kqueue_closed_by_raw_syscall_fails),
 		cmocka_unit_test(kevent_on_kqueue_number_reused_behind_libc_fails),
