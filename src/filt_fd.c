@@ -900,9 +900,23 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 			    (int32_t)(uint32_t)acked == kn->kn_sdata)
 				return 0;
 			kn->kn_sdata = (int32_t)(uint32_t)acked;
-		} else if ((kn->kn_status & KN_FIRED) &&
-		    !((struct kn_empty *)(void *)kn)->ke_woken)
-			return 0;
+		} else {
+			struct kqsrc *src = &kq->kq_src[KQ_SRC_EMPTY];
+
+			if ((kn->kn_status & KN_FIRED) &&
+			    !((struct kn_empty *)(void *)kn)->ke_woken)
+				return 0;
+			/*
+			 * Reported now: the wake-ups of the drain seen empty
+			 * are this report's.  The kernel queues a socket's
+			 * write-space wake-up before its count reaches 0
+			 * (sock_wfree), so those are in the set already:
+			 * consumed here, or fetched later they would report
+			 * this drain again.
+			 */
+			if (src->ks_ready != NULL)
+				empty_drain(kq, src, fd);
+		}
 	}
 	((struct kn_empty *)(void *)kn)->ke_woken = 0;
 	out->data = 0;
@@ -920,13 +934,20 @@ filt_emptyattach(struct kqueue *kq, struct knote *kn)
 
 	if (fstat((int)kn->kn_ident, &st) == 0 && !S_ISSOCK(st.st_mode))
 		return EINVAL;
-	/* A failed attach is not detached: link only after success. */
-	if ((e = filt_fdattach(kq, kn)) != 0)
-		return e;
-	empty_link(kq, kn);
+	/*
+	 * A failed attach is not detached, and until f_attach returns kn is
+	 * on its descriptor's chain, where fdreg_detach would still count
+	 * it: the write-space set first, then the kqueue's registration,
+	 * and the list only after both succeeded.
+	 */
 	if ((e = empty_watch(kq, kn)) != 0)
-		(void)filt_fddetach(kq, kn);
-	return e;
+		return e;
+	if ((e = filt_fdattach(kq, kn)) != 0) {
+		empty_unwatch(kq, kn);
+		return e;
+	}
+	empty_link(kq, kn);
+	return 0;
 }
 
 const struct filterops fd_read_filtops = {

@@ -503,11 +503,12 @@ scanned_closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin(
 /* The sweep: each filter added with 0..3 descriptors free            */
 /* ------------------------------------------------------------------ */
 
-enum { F_USER, F_TIMER, F_SIGNAL, F_FILE, F_FILE_CLEAR, F_VNODE, F_PROC };
+enum { F_USER, F_TIMER, F_SIGNAL, F_FILE, F_FILE_CLEAR, F_VNODE, F_PROC,
+    F_EMPTY };
 static const char *const filt_name[] = {
 	"EVFILT_USER", "EVFILT_TIMER", "EVFILT_SIGNAL",
 	"EVFILT_READ (regular file)", "EVFILT_READ EV_CLEAR (regular file)",
-	"EVFILT_VNODE", "EVFILT_PROC",
+	"EVFILT_VNODE", "EVFILT_PROC", "EVFILT_EMPTY EV_CLEAR (Unix socket)",
 };
 
 static volatile sig_atomic_t usr2_hits;
@@ -521,7 +522,7 @@ on_usr2(int sig)
 
 struct sweep {
 	int	 filt;
-	int	 rfd, wfd;	/* F_FILE, F_VNODE */
+	int	 rfd, wfd;	/* F_FILE, F_VNODE; F_EMPTY: a socketpair */
 	pid_t	 pid;		/* F_PROC */
 	int	 gate[2];	/* F_PROC: the child exits when gate closes */
 };
@@ -532,6 +533,14 @@ sweep_prepare(struct sweep *s)
 	if (s->filt == F_FILE || s->filt == F_FILE_CLEAR ||
 	    s->filt == F_VNODE) {
 		tmpfile_pair(&s->rfd, &s->wfd);
+	} else if (s->filt == F_EMPTY) {
+		int sv[2];
+
+		/* wfd's send queue holds 3 bytes until rfd reads them */
+		E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+		s->wfd = sv[0];
+		s->rfd = sv[1];
+		E_CHECK(write(s->wfd, "abc", 3) == 3, "write");
 	} else if (s->filt == F_PROC) {
 		char ch;
 
@@ -566,6 +575,9 @@ sweep_add(struct sweep *s, int kq)
 	case F_VNODE:
 		return e_change(kq, s->rfd, EVFILT_VNODE, EV_ADD | EV_CLEAR,
 		    NOTE_WRITE | NOTE_EXTEND, 0, NULL);
+	case F_EMPTY:
+		return e_change(kq, s->wfd, EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0,
+		    0, NULL);
 	default:
 		return e_change(kq, (uintptr_t)s->pid, EVFILT_PROC, EV_ADD,
 		    NOTE_EXIT, 0, NULL);
@@ -589,6 +601,12 @@ sweep_trigger(struct sweep *s, int kq)
 	case F_VNODE:
 		E_CHECK(write(s->wfd, "abc", 3) == 3, "write");
 		return 0;
+	case F_EMPTY: {
+		char buf[8];
+
+		E_CHECK(read(s->rfd, buf, sizeof(buf)) == 3, "read");
+		return 0;
+	}
 	default:
 		close(s->gate[1]);
 		s->gate[1] = -1;
@@ -624,6 +642,11 @@ sweep_check(struct sweep *s, const struct kevent *ev, const char *what)
 		    "%s: ident %ju filter %d fflags %#x", what,
 		    (uintmax_t)ev->ident, ev->filter, ev->fflags);
 		break;
+	case F_EMPTY:
+		E_CHECK(ev->ident == (uintptr_t)s->wfd &&
+		    ev->filter == EVFILT_EMPTY, "%s: ident %ju filter %d", what,
+		    (uintmax_t)ev->ident, ev->filter);
+		break;
 	default:
 		E_CHECK(ev->ident == (uintptr_t)s->pid &&
 		    ev->filter == EVFILT_PROC && (ev->fflags & NOTE_EXIT) &&
@@ -639,7 +662,7 @@ static void
 sweep_cleanup(struct sweep *s)
 {
 	if (s->filt == F_FILE || s->filt == F_FILE_CLEAR ||
-	    s->filt == F_VNODE) {
+	    s->filt == F_VNODE || s->filt == F_EMPTY) {
 		close(s->rfd);
 		close(s->wfd);
 	} else if (s->filt == F_PROC) {
@@ -690,11 +713,20 @@ sweep_case(int filt, int nfree, int kq_after)
 	r = sweep_add(&s, kq);
 	e = errno;
 	if (r != 0) {
+		int64_t t0 = e_now_ms();
+
+		/* A failed change leaves nothing behind: with nothing due,
+		   a wait sleeps through its timeout, still exhausted. */
+		r = e_wait(kq, &ev, 1, 100);
+		t0 = e_now_ms() - t0;
 		e_restore(&x);
 		fprintf(stderr, "note: %s: EV_ADD failed: %s\n", what,
 		    strerror(e));
 		E_CHECK(resource_errno(e), "%s: EV_ADD failed with %s", what,
 		    strerror(e));
+		E_CHECK(r == 0 && t0 >= 90, "%s: after the failed EV_ADD, a "
+		    "100 ms wait with nothing due returned %d (%s) after %jd ms",
+		    what, r, r < 0 ? strerror(errno) : "", (intmax_t)t0);
 		close(kq);
 		sweep_cleanup(&s);
 		return;
@@ -775,6 +807,7 @@ SWEEP_TEST(file_read_clear_added_with_few_descriptors_free_reports_or_fails,
     F_FILE_CLEAR)
 SWEEP_TEST(vnode_added_with_few_descriptors_free_reports_or_fails, F_VNODE)
 SWEEP_TEST(proc_added_with_few_descriptors_free_reports_or_fails, F_PROC)
+SWEEP_TEST(empty_added_with_few_descriptors_free_reports_or_fails, F_EMPTY)
 
 int
 main(void)
@@ -797,6 +830,7 @@ main(void)
 		cmocka_unit_test(file_read_clear_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(vnode_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(proc_added_with_few_descriptors_free_reports_or_fails),
+		cmocka_unit_test(empty_added_with_few_descriptors_free_reports_or_fails),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

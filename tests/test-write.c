@@ -573,6 +573,51 @@ empty_clear_on_unix_socket_fires_when_the_peer_drains_before_a_check(
 }
 
 /*
+ * With EV_CLEAR on a Unix-domain socket, each drain to empty is reported
+ * once, also when a call looks at the socket while it is not empty, and
+ * the calls after the drain take one event at a time or several (FreeBSD:
+ * one activation per drain, and a knote reported is not reported again
+ * until the next one).  Stream and datagram sockets, 40 rounds each.
+ */
+static void
+empty_clear_on_unix_socket_reports_each_drain_once(void **state)
+{
+	static const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+	struct kevent ev[8];
+	char buf[100];
+	int kq, sv[2], t, round, k, got;
+
+	(void)state;
+	memset(buf, 'u', sizeof(buf));
+	for (t = 0; t < 2; t++) {
+		assert_int_equal(socketpair(AF_UNIX, types[t], 0, sv), 0);
+		assert_true((kq = kqueue()) >= 0);
+		t_change(kq, sv[0], EVFILT_EMPTY, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+		assert_int_equal(wait_events(kq, ev, 8, 1000), 1);
+		for (round = 0; round < 40; round++) {
+			assert_int_equal(write(sv[0], buf, sizeof(buf)), 100);
+			assert_int_equal(wait_events(kq, ev, 8, 0), 0);
+			assert_int_equal(read(sv[1], buf, sizeof(buf)), 100);
+			got = 0;
+			for (k = 0; k < 6; k++) {
+				got += wait_events(kq, ev, round % 2 ? 1 : 8,
+				    0);
+				usleep(200);
+			}
+			got += wait_events(kq, ev, 8, 20);
+			if (got != 1)
+				fprintf(stderr, "%s round %d: %d reports\n",
+				    t ? "dgram" : "stream", round, got);
+			assert_int_equal(got, 1);
+		}
+		close(kq);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+
+/*
  * Data sent after the peer closed its socket is answered with a reset:
  * it is never acknowledged, but the connection is gone, and FreeBSD
  * empties the send buffer when it drops (soisdisconnected), so
@@ -756,6 +801,7 @@ main(void)
 		cmocka_unit_test(empty_clear_knote_added_or_enabled_again_reports_an_empty_socket_again),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
 		cmocka_unit_test(empty_clear_on_unix_socket_fires_when_the_peer_drains_before_a_check),
+		cmocka_unit_test(empty_clear_on_unix_socket_reports_each_drain_once),
 		cmocka_unit_test(empty_fires_when_connection_dropped_with_data_unacknowledged),
 		cmocka_unit_test(empty_knotes_outlive_their_neighbours_deleted_closed_or_disabled),
 		cmocka_unit_test(empty_fires_after_send_acknowledged_level),

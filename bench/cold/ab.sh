@@ -9,7 +9,8 @@
 # binary, runs with A's).  The three servers share CPU 1, the client runs
 # on CPU 0; each run sends ROUNDS (3000) requests to each server in turn,
 # 2 ms apart.  Prints per run the CPU per request of each server and the
-# ratios A/epoll, B/epoll and B/A, then their medians.
+# ratios A/epoll, B/epoll and B/A, then their medians.  ALT_IDLE=N holds
+# N idle connections to each server through every run (altclient.c).
 # shellcheck source=bench/cold/common.sh
 . "$(dirname "$0")/common.sh"
 A=$(cd "$1" && pwd); B=$(cd "$2" && pwd); runs=${3:-6}; rounds=${4:-3000}

@@ -10,6 +10,9 @@
  * every round, so no server always follows the same one.  At the end, per
  * server: the median, 10th and 90th percentile reply time, and the
  * server's CPU time per request from /proc/PID/schedstat (every thread).
+ * ALT_IDLE=N in the environment first opens N connections to each server
+ * and holds them, idle, for the whole run (the paper's idle connections;
+ * the servers' idle timeouts must be longer than the run).
  * Exits non-zero if a request fails.
  */
 #define _GNU_SOURCE
@@ -119,6 +122,27 @@ request(int port)
 	return r < 0 || (ka && r == 0) ? -1 : now_us() - t0;
 }
 
+/* Open n idle connections to 127.0.0.1:port, kept open.  0 or -1. */
+static int
+hold_idle(int port, int n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int i, fd;
+
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (i = 0; i < n; i++) {
+		if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+		    connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+			perror("altclient: idle connection");
+			return -1;
+		}
+		if (i % 256 == 255)
+			usleep(10000);	/* within the listen backlog */
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -141,8 +165,15 @@ main(int argc, char **argv)
 		pid[k] = atoi(argv[4 + 2 * k]);
 		if ((lat[k] = malloc(sizeof(double) * (size_t)rounds)) == NULL)
 			return 1;
-		c0[k] = cpu_ns(pid[k]);
 	}
+	if (getenv("ALT_IDLE") != NULL && atoi(getenv("ALT_IDLE")) > 0) {
+		for (k = 0; k < ns; k++)
+			if (hold_idle(port[k], atoi(getenv("ALT_IDLE"))) != 0)
+				return 1;
+		sleep(1);	/* the servers accept and register them */
+	}
+	for (k = 0; k < ns; k++)
+		c0[k] = cpu_ns(pid[k]);
 	for (i = 0; i < rounds; i++)
 		for (k = 0; k < ns; k++) {
 			int s = (i + k) % ns;

@@ -25,6 +25,8 @@ server.event-handler = "$3"
 server.stat-cache-engine = "simple"
 server.max-fds = 20000
 server.max-connections = 10000
+server.max-read-idle = 3600
+server.max-keep-alive-idle = 3600
 server.errorlog = "$work/$1.err"
 index-file.names = ( "index.html" )
 C
