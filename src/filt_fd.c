@@ -412,7 +412,10 @@ empty_source(struct kqueue *kq)
 	return e;
 }
 
-/* Watch kn's descriptor for write-space wake-ups.  0 or an errno. */
+/*
+ * Watch kn's descriptor for write-space wake-ups.  0 or an errno.  The
+ * set exists: filt_emptymodify made it before kn was linked.
+ */
 static int
 empty_watch(struct kqueue *kq, struct knote *kn)
 {
@@ -421,8 +424,7 @@ empty_watch(struct kqueue *kq, struct knote *kn)
 	struct epoll_event ev;
 	int e;
 
-	if (src->ks_ready == NULL && (e = empty_source(kq)) != 0)
-		return e;
+	KQ_ASSERT(src->ks_ready != NULL);
 	ke->ke_gen = ++kq->kq_empty_gen;
 	ev.events = EPOLLOUT | EPOLLET;
 	ev.data.u64 = (uint64_t)ke->ke_gen << 32 | (uint32_t)kn->kn_ident;
@@ -932,7 +934,9 @@ filt_emptyattach(struct kqueue *kq, struct knote *kn)
 	struct stat st;
 	int e;
 
-	if (fstat((int)kn->kn_ident, &st) == 0 && !S_ISSOCK(st.st_mode))
+	if (fstat((int)kn->kn_ident, &st) != 0)
+		return errno;
+	if (!S_ISSOCK(st.st_mode))
 		return EINVAL;
 	/*
 	 * A failed attach is not detached, and until f_attach returns kn is
@@ -979,6 +983,21 @@ static int
 filt_emptymodify(struct kqueue *kq, struct knote *kn,
     const struct kevent *kev)
 {
+	int e;
+
+	/*
+	 * A new knote's f_modify comes before it is linked (kq_change): the
+	 * kqueue's first EMPTY knote makes the write-space set here, where
+	 * the set's claim of its number cannot drop kn with the chain of a
+	 * number closed behind kq's back.  A set that took kn's own number
+	 * says that number was closed: EBADF, as FreeBSD's fget.
+	 */
+	if (kq->kq_src[KQ_SRC_EMPTY].ks_ready == NULL) {
+		if ((e = empty_source(kq)) != 0)
+			return e;
+		if (kq->kq_src[KQ_SRC_EMPTY].ks_fd == (int)kn->kn_ident)
+			return EBADF;
+	}
 	kn->kn_status &= ~KN_FIRED;
 	return filt_fdmodify(kq, kn, kev);
 }

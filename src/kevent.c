@@ -148,7 +148,7 @@ kq_change(struct kqueue *kq, struct kevent *kev)
 			return EINVAL;
 	}
 	if (KQ_UNLIKELY(fop->f_isfd && (kev->ident > INT_MAX ||
-	    kq_intfd_has(kq, kev->ident))))
+	    kq_fdinternal(kev->ident))))
 		return EBADF;	/* not a number the program opened */
 	if (KQ_UNLIKELY(kq->kq_dead))
 		return EBADF;

@@ -376,8 +376,9 @@ kq_intfd_claim(struct kqueue *kq, int fd)
 		__atomic_store_n(&kq->kq_intfdwords, nw, __ATOMIC_RELEASE);
 	}
 	/* Counted as watched: close() and dup2() of it come to
-	   kq_fdclose, which refuses them (close.c). */
-	if (kq_fdwatch_add(fd, 1) != 0)
+	   kq_fdclose, which refuses them (close.c); and as internal: a
+	   change on any kqueue naming it fails (kq_change). */
+	if (kq_fdwatch_add(fd, KQ_WATCH_INTERNAL) != 0)
 		return ENOMEM;
 	__atomic_fetch_or(&kq->kq_intfd[w], UINT64_C(1) << (fd % 64),
 	    __ATOMIC_RELAXED);
@@ -400,7 +401,7 @@ kq_intfd_release(struct kqueue *kq, int fd)
 	if (kq_intfd_has(kq, (uintptr_t)fd)) {
 		__atomic_fetch_and(&kq->kq_intfd[fd / 64],
 		    ~(UINT64_C(1) << (fd % 64)), __ATOMIC_RELAXED);
-		(void)kq_fdwatch_add(fd, -1);
+		(void)kq_fdwatch_add(fd, -KQ_WATCH_INTERNAL);
 	}
 }
 

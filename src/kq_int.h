@@ -23,6 +23,7 @@
 #ifndef KQ_INT_H
 #define KQ_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -560,6 +561,29 @@ kq_registry_peek(int fd)
  */
 extern _Atomic(_Atomic uint32_t *) kq_watch_top[REG_TOP];
 int		 kq_fdwatch_add(int fd, int delta);
+
+/*
+ * A kqueue's own descriptor counts KQ_WATCH_INTERNAL in the table instead
+ * of 1 (kq_intfd_claim, kq_intfd_release), so that any kqueue can tell a
+ * number another kqueue made for itself: the program never opened it.
+ * Chains count at most one a kqueue, far below it.
+ */
+#define KQ_WATCH_INTERNAL	(1 << 24)
+
+/* Is fd one of some kqueue's own descriptors?  Lock-free. */
+static inline int
+kq_fdinternal(uintptr_t fd)
+{
+	_Atomic uint32_t *chunk;
+
+	if (fd > INT_MAX || (fd >> REG_CHUNK_SHIFT) >= REG_TOP)
+		return 0;
+	chunk = atomic_load_explicit(&kq_watch_top[fd >> REG_CHUNK_SHIFT],
+	    memory_order_acquire);
+	return chunk != NULL && atomic_load_explicit(
+	    &chunk[fd & (REG_CHUNK - 1)], memory_order_relaxed) >=
+	    KQ_WATCH_INTERNAL;
+}
 
 /* Is descriptor fd watched by some kqueue?  Lock-free. */
 static inline int

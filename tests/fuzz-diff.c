@@ -3,7 +3,8 @@
  * tests/model/.
  *
  * A seed gives a sequence of operations on pipes, AF_UNIX socketpairs,
- * EVFILT_USER knotes and one or two kqueues: open, dup, close (so numbers
+ * EVFILT_USER knotes and one or two kqueues (EVFILT_EMPTY knotes on the
+ * socketpairs too in the "small-empty" profile): open, dup, close (so numbers
  * get reused), write, read, kevent() with a changelist, waits with
  * eventlists from 1 entry to several times the knotes registered, and long
  * runs of empty zero-timeout waits.  Each sequence runs in a child process;
@@ -142,7 +143,8 @@ chg_str(const struct chg *c, char *buf, size_t len)
 {
 	char fb[128];
 	const char *f = c->filter == EVFILT_READ ? "READ" :
-	    c->filter == EVFILT_WRITE ? "WRITE" : c->filter == EVFILT_USER ? "USER" : NULL;
+	    c->filter == EVFILT_WRITE ? "WRITE" : c->filter == EVFILT_USER ? "USER" :
+	    c->filter == EVFILT_EMPTY ? "EMPTY" : NULL;
 	char fl[16];
 
 	m_flags_str(c->flags, fb, sizeof(fb));
@@ -247,7 +249,8 @@ chance(int pct)
 enum { G_FREE, G_PR, G_PW, G_SOCK };
 static struct {
 	int	kind;
-	int	reg[2];		/* READ, WRITE knote probably registered (kq0|kq1 bits) */
+	int	reg[3];		/* READ, WRITE, EMPTY knote probably registered
+				   (kq0|kq1 bits) */
 } gs[NSLOT];
 static int g_nslots;	/* slots in use by this profile */
 static int g_ureg[8];
@@ -277,6 +280,13 @@ g_pick_free_pair(void)
 }
 
 static int g_clear_bias;	/* percent of new fd knotes made EV_CLEAR */
+
+/*
+ * Percent of changes on a socket (or, rarely, a pipe: EINVAL) that are
+ * EVFILT_EMPTY; 0 draws nothing, so the other profiles' sequences are
+ * what they were before EMPTY was modelled.
+ */
+static int g_empty;
 
 static int g_level_only;	/* only level-triggered and EV_ONESHOT knotes */
 
@@ -363,7 +373,9 @@ g_change(struct chg *c, int kq)
 	case G_PW: fi = 1; break;
 	default: fi = (int)rn(2); break;
 	}
-	c->filter = fi ? EVFILT_WRITE : EVFILT_READ;
+	if (g_empty && chance(gs[s].kind == G_SOCK ? g_empty : 3))
+		fi = 2;
+	c->filter = fi == 2 ? EVFILT_EMPTY : fi ? EVFILT_WRITE : EVFILT_READ;
 	if (!(gs[s].reg[fi] & (1 << kq)) || chance(10)) {
 		c->flags = EV_ADD | g_mode();
 		if (chance(8))
@@ -451,7 +463,7 @@ static void
 g_slot_closed(int s)
 {
 	gs[s].kind = G_FREE;
-	gs[s].reg[0] = gs[s].reg[1] = 0;
+	gs[s].reg[0] = gs[s].reg[1] = gs[s].reg[2] = 0;
 }
 
 /* One step of the ordinary mix. */
@@ -464,7 +476,8 @@ g_step(struct seq *q, int nkq, int scale)
 	int registered = 0;
 
 	for (int i = 0; i < g_nslots; i++)
-		registered += (gs[i].reg[0] & 1) + (gs[i].reg[1] & 1);
+		registered += (gs[i].reg[0] & 1) + (gs[i].reg[1] & 1) +
+		    (gs[i].reg[2] & 1);
 	if (r < 6) {
 		g_open(q, scale && chance(30) ? (int)rn(scale) + 1 : 1);
 	} else if (r < 9) {
@@ -546,10 +559,15 @@ generate(struct seq *q, uint64_t seed)
 	case 0:
 	case 1:
 		q->profile = "small";
+		if (seed % 8 == 5) {
+			q->profile = "small-empty";
+			g_empty = 30;
+		}
 		g_nslots = 2 * ((int)rn(8) + 2);
 		nops = (int)rn(400) + 50;
 		for (int i = 0; i < nops; i++)
 			g_step(q, nkq, 0);
+		g_empty = 0;
 		break;
 	case 2:
 		if (seed % 8 == 6) {
@@ -770,8 +788,10 @@ resolve(const struct op *o, const struct chg *c, struct kevent *k)
 
 		ident = (uintptr_t)fd;
 		/* The number may now name another kind of file: keep to pairs FreeBSD defines. */
-		if ((kind == M_PIPE_R && c->filter != EVFILT_READ) ||
-		    (kind == M_PIPE_W && c->filter != EVFILT_WRITE) ||
+		if ((kind == M_PIPE_R && c->filter != EVFILT_READ &&
+		    c->filter != EVFILT_EMPTY) ||
+		    (kind == M_PIPE_W && c->filter != EVFILT_WRITE &&
+		    c->filter != EVFILT_EMPTY) ||
 		    kind == M_OTHER)
 			return 0;
 		/* LINUX NOTES 1: only EV_ADD, EV_DELETE, EV_ENABLE on an open number are defined. */
@@ -1233,7 +1253,7 @@ signature(const char *msg, char *sig, size_t len)
 	    "ready but not reported", "unfair", ": flags", ": data", ": fflags",
 	    ": udata", "kevent returned", "entry", "kevent failed", "empty wait",
 	    "read on", "write of", "HANG", "CRASH" };
-	static const char *filters[] = { "READ", "WRITE", "USER" };
+	static const char *filters[] = { "READ", "WRITE", "USER", "EMPTY" };
 	const char *cat = "other", *fil = "";
 
 	for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++) {
@@ -1487,6 +1507,7 @@ static const uint64_t ci_seeds[] = {
 	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
 	13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
 	31, 86, 220815458,
+	1000541, 1001781,	/* small-empty: an EMPTY set on a closed number */
 };
 
 int

@@ -875,6 +875,48 @@ change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 }
 
 /*
+ * The same seen from another kqueue: the numbers a kqueue opened for
+ * itself (here also the epoll set behind its EVFILT_EMPTY knotes) are
+ * closed numbers to every kqueue of the program.
+ */
+static void
+change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf(
+    void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, other, fd, n = 0, sv[2];
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	t_track(sv[0]);
+	t_track(sv[1]);
+	other = t_new_kq();
+	open_fds(before);
+	kq = t_new_kq();
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 20, NULL);
+	t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024; fd++) {
+		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
+			continue;
+		n++;
+		expect_change_error(other, (uintptr_t)fd, EVFILT_READ, EV_ADD,
+		    EBADF);
+		expect_change_error(other, (uintptr_t)fd, EVFILT_WRITE, EV_ADD,
+		    EBADF);
+		expect_change_error(other, (uintptr_t)fd, EVFILT_EMPTY, EV_ADD,
+		    EBADF);
+		expect_change_error(other, (uintptr_t)fd, EVFILT_READ,
+		    EV_DELETE, EBADF);
+	}
+	assert_true(n >= 3);	/* its eventfd, timerfd and EMPTY set */
+	t_expect_none(other);
+	assert_int_equal(kevent(kq, NULL, 0, &ev, 1,
+	    &(struct timespec){ 1, 0 }), 1);
+}
+
+/*
  * A number closed raw while a dup() keeps its file, then taken by the
  * kqueue itself for a new internal descriptor (the timerfd of its first
  * timer): the closed number's knote is gone, the old file's readiness
@@ -973,6 +1015,7 @@ main(void)
 		cmocka_unit_test(many_reused_numbers_do_not_make_waits_spin),
 		cmocka_unit_test(socket_below_low_water_mark_sleeps_in_every_mode),
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
+		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_stays_watchable),
 	};

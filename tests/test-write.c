@@ -618,6 +618,39 @@ empty_clear_on_unix_socket_reports_each_drain_once(void **state)
 }
 
 /*
+ * EVFILT_EMPTY on a closed number fails with EBADF, also as the kqueue's
+ * first EMPTY knote (kq then makes a descriptor of its own, which may
+ * take that very number), and the kqueue goes on working.
+ */
+static void
+empty_added_on_a_closed_number_fails_ebadf(void **state)
+{
+	struct kevent ch, ev;
+	int kq, fd, sv[2], i;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, sv[1], EVFILT_WRITE, EV_ADD | EV_DISABLE, 0, 0, NULL);
+	for (i = 0; i < 2; i++) {
+		fd = dup(sv[0]);
+		assert_true(fd >= 0);
+		assert_int_equal(close(fd), 0);	/* the lowest free number */
+		EV_SET(&ch, fd, EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+		errno = 0;
+		assert_int_equal(kevent(kq, &ch, 1, NULL, 0, NULL), -1);
+		assert_int_equal(errno, EBADF);
+	}
+	t_change(kq, sv[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	assert_int_equal(wait_events(kq, &ev, 1, 1000), 1);
+	assert_int_equal(ev.ident, sv[0]);
+	assert_int_equal(ev.filter, EVFILT_EMPTY);
+	close(kq);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/*
  * Data sent after the peer closed its socket is answered with a reset:
  * it is never acknowledged, but the connection is gone, and FreeBSD
  * empties the send buffer when it drops (soisdisconnected), so
@@ -802,6 +835,7 @@ main(void)
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
 		cmocka_unit_test(empty_clear_on_unix_socket_fires_when_the_peer_drains_before_a_check),
 		cmocka_unit_test(empty_clear_on_unix_socket_reports_each_drain_once),
+		cmocka_unit_test(empty_added_on_a_closed_number_fails_ebadf),
 		cmocka_unit_test(empty_fires_when_connection_dropped_with_data_unacknowledged),
 		cmocka_unit_test(empty_knotes_outlive_their_neighbours_deleted_closed_or_disabled),
 		cmocka_unit_test(empty_fires_after_send_acknowledged_level),

@@ -151,7 +151,8 @@ m_target_bytes(const struct model *m, int fd)
 static int
 is_fd_filter(short filter)
 {
-	return filter == EVFILT_READ || filter == EVFILT_WRITE;
+	return filter == EVFILT_READ || filter == EVFILT_WRITE ||
+	    filter == EVFILT_EMPTY;
 }
 
 /*
@@ -176,6 +177,14 @@ cond(const struct model *m, const struct m_knote *kn, int64_t *data,
 	}
 	e = &m->ends[kn->end];
 	p = e->peer >= 0 ? &m->ends[e->peer] : NULL;
+	if (kn->filter == EVFILT_EMPTY) {
+		/*
+		 * A socket's send buffer: what this end wrote that the peer
+		 * has not read.  When the peer's file goes, so does that
+		 * (FreeBSD's filt_soempty: data 0, never EV_EOF).
+		 */
+		return p == NULL || p->refs == 0 || p->inbuf == 0;
+	}
 	if (kn->filter == EVFILT_READ) {
 		/* Pipe read end or socket: bytes readable; EOF once the writer is gone. */
 		*data = e->inbuf;
@@ -347,16 +356,23 @@ m_write(struct model *m, int fd, long n)
 	hint_end(m, t, EVFILT_READ, M_MUST);
 }
 
-/* n bytes read at fd: no new trigger is promised for anything. */
+/*
+ * n bytes read at fd: a new trigger only for the EVFILT_EMPTY knotes of
+ * the writer when the read takes the last of its bytes (FreeBSD wakes the
+ * sender's filters on the read, and filt_soempty then holds).
+ */
 void
 m_read(struct model *m, int fd, long n)
 {
-	int e = m->fd2end[fd];
+	int e = m->fd2end[fd], p = m->ends[e].peer;
 
 	m->ends[e].inbuf -= n;
 	hint_end(m, e, 0, M_MAY);
-	if (m->ends[e].peer >= 0)
-		hint_end(m, m->ends[e].peer, 0, M_MAY);
+	if (p >= 0) {
+		hint_end(m, p, 0, M_MAY);
+		if (n > 0 && m->ends[e].inbuf == 0 && m->ends[e].kind == M_SOCK)
+			hint_end(m, p, EVFILT_EMPTY, M_MUST);
+	}
 }
 
 static int
@@ -385,7 +401,7 @@ reg(struct model *m, int kq, const struct kevent *c, unsigned short flags)
 	int i;
 
 	if (c->filter != EVFILT_READ && c->filter != EVFILT_WRITE &&
-	    c->filter != EVFILT_USER) {
+	    c->filter != EVFILT_USER && c->filter != EVFILT_EMPTY) {
 		if (c->filter > 0 || c->filter < -EVFILT_SYSCOUNT)
 			return EINVAL;
 		fprintf(stderr, "model: filter %d is not modelled\n", c->filter);
@@ -403,6 +419,10 @@ reg(struct model *m, int kq, const struct kevent *c, unsigned short flags)
 	if (i < 0) {
 		if (!(flags & EV_ADD))
 			return ENOENT;
+		/* Only sockets have a send buffer (fo_kqfilter: EINVAL). */
+		if (c->filter == EVFILT_EMPTY &&
+		    m_kind(m, (int)c->ident) != M_SOCK)
+			return EINVAL;
 		if (m->nkn == m->capkn) {
 			m->capkn = m->capkn ? 2 * m->capkn : 256;
 			m->kn = xrealloc(m->kn, (size_t)m->capkn * sizeof(*m->kn));
@@ -602,6 +622,7 @@ m_filter_name(short filter)
 	case EVFILT_READ: return "READ";
 	case EVFILT_WRITE: return "WRITE";
 	case EVFILT_USER: return "USER";
+	case EVFILT_EMPTY: return "EMPTY";
 	default: return "?";
 	}
 }

@@ -6,7 +6,8 @@
  * The model knows nothing about system calls: the driver tells it what it
  * did to the world (pipes, socketpairs, dup, close, write, read) and asks it
  * what kevent() must answer.  It covers EVFILT_READ and EVFILT_WRITE on pipe
- * ends and AF_UNIX stream socketpairs, and EVFILT_USER.
+ * ends and AF_UNIX stream socketpairs, EVFILT_EMPTY on the socketpairs (and
+ * its EINVAL on pipes), and EVFILT_USER.
  *
  * Where FreeBSD leaves a choice open, the model says "may" instead of
  * "must": an EV_CLEAR knote whose object saw activity that FreeBSD does not
