@@ -212,7 +212,8 @@ kq_fdclose(int fd)
 	struct kq_fdclose_arg a = { fd, 0 };
 
 	kq_each(kq_fdclose_one, &a);
-	return a.internal;
+	/* Also the signal eventfd all kqueues share (sigshim.c). */
+	return a.internal || kq_fdinternal((uintptr_t)fd);
 }
 
 KQ_EXPORT int

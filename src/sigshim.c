@@ -299,7 +299,9 @@ kq_sig_evfd_dup(int *fd)
 		f = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		if (f < 0)
 			e = errno;
-		else
+		else if ((e = kq_fdwatch_add(f, KQ_WATCH_INTERNAL)) != 0)
+			kq_close_raw(f);
+		else	/* kq's own: refused to close() and to changes */
 			atomic_store(&sig_evfd, f);
 	}
 	if (e == 0) {
@@ -378,7 +380,11 @@ kq_sig_atfork_child(void)
 	if (fd >= 0) {
 		int nfd = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 
-		if (nfd < 0 || kq_dup3_raw(nfd, fd, O_CLOEXEC) < 0) {
+		if (nfd >= 0 && kq_dup3_raw(nfd, fd, O_CLOEXEC) >= 0) {
+			/* The watch table was emptied (registry.c); its
+			   chunk for fd stays, so this allocates nothing. */
+			(void)kq_fdwatch_add(fd, KQ_WATCH_INTERNAL);
+		} else {
 			/*
 			 * No eventfd of its own under that number (no
 			 * descriptor free): the child must not keep the

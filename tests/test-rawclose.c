@@ -876,26 +876,31 @@ change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 
 /*
  * The same seen from another kqueue: the numbers a kqueue opened for
- * itself (here also the epoll set behind its EVFILT_EMPTY knotes) are
- * closed numbers to every kqueue of the program.
+ * itself (here also the epoll set behind its EVFILT_EMPTY knotes, and the
+ * signal eventfd all kqueues share) are closed numbers to every kqueue of
+ * the program, and to close() and dup2(); the kqueue's timer and signal
+ * knotes go on working.
  */
 static void
 change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf(
     void **state)
 {
 	unsigned char before[128], after[128];
-	int kq, other, fd, n = 0, sv[2];
-	struct kevent ev;
+	int kq, other, fd, n = 0, sv[2], i, seen_timer = 0, seen_sig = 0;
+	struct kevent ev[4];
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	t_track(sv[0]);
 	t_track(sv[1]);
+	signal(SIGUSR2, SIG_IGN);
 	other = t_new_kq();
 	open_fds(before);
 	kq = t_new_kq();
-	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 20, NULL);
-	t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 20, NULL);
+	t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD | EV_DISPATCH, 0,
+	    0, NULL);
+	t_change(kq, SIGUSR2, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
 	open_fds(after);
 	for (fd = 0; fd < 1024; fd++) {
 		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
@@ -909,11 +914,29 @@ change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf(
 		    EBADF);
 		expect_change_error(other, (uintptr_t)fd, EVFILT_READ,
 		    EV_DELETE, EBADF);
+		errno = 0;
+		assert_int_equal(close(fd), -1);
+		assert_int_equal(errno, EBADF);
+		errno = 0;
+		assert_int_equal(dup2(sv[1], fd), -1);
+		assert_int_equal(errno, EBUSY);
 	}
-	assert_true(n >= 3);	/* its eventfd, timerfd and EMPTY set */
+	assert_true(n >= 4);	/* eventfd, timerfd, EMPTY set, signals */
 	t_expect_none(other);
-	assert_int_equal(kevent(kq, NULL, 0, &ev, 1,
-	    &(struct timespec){ 1, 0 }), 1);
+	assert_int_equal(kill(getpid(), SIGUSR2), 0);
+	for (i = 0; i < 50 && !(seen_timer && seen_sig); i++) {
+		int r = kevent(kq, NULL, 0, ev, 4,
+		    &(struct timespec){ 0, 100000000 }), j;
+
+		assert_true(r >= 0);
+		for (j = 0; j < r; j++) {
+			seen_timer |= ev[j].filter == EVFILT_TIMER;
+			seen_sig |= ev[j].filter == EVFILT_SIGNAL &&
+			    ev[j].ident == SIGUSR2;
+		}
+	}
+	assert_true(seen_timer && seen_sig);
+	signal(SIGUSR2, SIG_DFL);
 }
 
 /*
