@@ -914,7 +914,13 @@ filt_empty(struct kqueue *kq, struct knote *kn, uint32_t hint,
 			 * write-space wake-up before its count reaches 0
 			 * (sock_wfree), so those are in the set already:
 			 * consumed here, or fetched later they would report
-			 * this drain again.
+			 * this drain again.  A drain that ends between the
+			 * check and here is reported by this report (it
+			 * ended before the report was made), one that ends
+			 * later leaves its wake-up for the next check.
+			 * Draining the set at the start of each collection
+			 * instead reported about 5 % of the drains twice
+			 * with four threads (attack helpers 12 and 13).
 			 */
 			if (src->ks_ready != NULL)
 				empty_drain(kq, src, fd);

@@ -137,8 +137,12 @@ kq_destroy(struct kqueue *kq)
 			kq->kq_src[s].ks_fini(kq, &kq->kq_src[s]);
 		kq->kq_src[s].ks_fini = NULL;
 		kq->kq_src[s].ks_arg = NULL;
-		if (kq->kq_src[s].ks_ready != NULL)
+		if (kq->kq_src[s].ks_ready != NULL) {
+			/* Released first: from the close on, the number may
+			   be another thread's new file (kq_fdinternal). */
+			kq_intfd_release(kq, kq->kq_src[s].ks_fd);
 			kq_close_raw(kq->kq_src[s].ks_fd);
+		}
 		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;
 	}

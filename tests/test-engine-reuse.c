@@ -578,6 +578,83 @@ kevent_on_foreign_epoll_after_blocked_kevent_keeps_its_edge(void **state)
 }
 #endif
 
+/* ------------------------------------------------------------------ */
+/* Numbers a closing kqueue gives back                                */
+/* ------------------------------------------------------------------ */
+
+static atomic_int maker_stop;
+static int maker_sv[2];
+
+/* Makes kqueues with descriptors of their own and closes them. */
+static void *
+kqueue_maker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&maker_stop)) {
+		struct kevent c[3];
+		int kq = kqueue();
+
+		if (kq < 0)
+			continue;
+		EV_SET(&c[0], 1, EVFILT_TIMER, EV_ADD, 0, 100000, NULL);
+		EV_SET(&c[1], maker_sv[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+		EV_SET(&c[2], 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
+		(void)kevent(kq, c, 3, NULL, 0, NULL);
+		close(kq);
+	}
+	return NULL;
+}
+
+/*
+ * While a thread makes and closes kqueues, the program's new descriptors
+ * take the numbers they give back: each is the program's from its open,
+ * and EV_ADD and close() of it succeed (FreeBSD: nothing of a kqueue's
+ * holds a descriptor number).
+ */
+static int
+fresh_numbers_child(void *arg)
+{
+	long adds = 0, addfail = 0, closefail = 0;
+	pthread_t t;
+	int kq;
+	int64_t end;
+
+	(void)arg;
+	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, maker_sv));
+	E_SYS(kq = kqueue());
+	atomic_store(&maker_stop, 0);
+	E_CHECK(pthread_create(&t, NULL, kqueue_maker, NULL) == 0, "thread");
+	end = e_now_ms() + 2000;
+	while (e_now_ms() < end) {
+		int p[3][2], i;
+
+		for (i = 0; i < 3; i++)
+			E_SYS(pipe(p[i]));
+		for (i = 0; i < 3; i++, adds++)
+			if (e_change(kq, p[i][0], EVFILT_READ, EV_ADD, 0, 0,
+			    NULL) != 0 && addfail++ == 0)
+				fprintf(stderr, "EV_ADD of new pipe %d: %s\n",
+				    p[i][0], strerror(errno));
+		for (i = 0; i < 3; i++) {
+			closefail += close(p[i][0]) != 0;
+			closefail += close(p[i][1]) != 0;
+		}
+	}
+	atomic_store(&maker_stop, 1);
+	E_CHECK(pthread_join(t, NULL) == 0, "join");
+	E_CHECK(addfail == 0 && closefail == 0, "%ld of %ld EV_ADDs and %ld "
+	    "close()s of new descriptors failed", addfail, adds, closefail);
+	return 0;
+}
+
+static void
+new_descriptors_at_numbers_closing_kqueues_give_back_are_the_programs(
+    void **state)
+{
+	(void)state;
+	E_RUN(fresh_numbers_child, NULL, 30);
+}
+
 int
 main(void)
 {
@@ -591,6 +668,7 @@ main(void)
 		cmocka_unit_test(kevent_on_closed_kqueue_number_fails_with_ebadf),
 		cmocka_unit_test(write_knote_of_number_closed_while_dup_open_is_not_reported),
 		cmocka_unit_test(reported_write_knote_of_number_closed_while_dup_open_is_not_reported),
+		cmocka_unit_test(new_descriptors_at_numbers_closing_kqueues_give_back_are_the_programs),
 #ifdef __linux__
 		cmocka_unit_test(wakeone_readd_on_number_given_its_file_back_works),
 		cmocka_unit_test(kevent_on_foreign_epoll_at_kqueue_number_fails_and_leaves_it),
