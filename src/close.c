@@ -85,6 +85,14 @@ kq_retire_kq(struct kqueue *kq, int fd, const struct kq_closer *c, int strict)
 		kq_release(kq);
 		return strict ? 0 : closer_run(c, fd);
 	}
+	/*
+	 * A kqueue whose number was closed behind kq's back and given to
+	 * another file: the numbers of its own descriptors are not proven
+	 * any more either (kq_unowned).  Asked while the number is still
+	 * open (one kcmp, or an EPOLL_CTL_MOD of the doorbell).
+	 */
+	if (!kq_owned_number(kq))
+		kq->kq_unowned = 1;
 	/* Under reg_lock too: a fork() child sees the number closed and
 	   the kqueue dead, or neither. */
 	kq_reg_lock();
@@ -195,7 +203,10 @@ kq_fdclose_one(struct kqueue *kq, void *arg)
 	struct kq_fdclose_arg *a = arg;
 
 	kq_drop_number(kq, a->fd);
-	if (kq_intfd_has(kq, (uintptr_t)a->fd))
+	/* Still the kqueue's (see kq_registry_internal), or kcmp cannot
+	   tell: a number closed behind kq's back is the program's again. */
+	if (kq_intfd_has(kq, (uintptr_t)a->fd) &&
+	    epoll_holds(kq->kq_fd, a->fd) != 0)
 		a->internal = 1;
 }
 
@@ -213,7 +224,7 @@ kq_fdclose(int fd)
 
 	kq_each(kq_fdclose_one, &a);
 	/* Also the signal eventfd all kqueues share (sigshim.c). */
-	return a.internal || kq_fdinternal((uintptr_t)fd);
+	return a.internal || kq_sig_evfd_is(fd);
 }
 
 KQ_EXPORT int

@@ -450,6 +450,8 @@ empty_unwatch(struct kqueue *kq, struct knote *kn)
 	if (!ke->ke_watched)
 		return;
 	ke->ke_watched = 0;
+	if (kq->kq_dead)	/* the set goes with the kqueue */
+		return;
 	/* The number is still the knote's file: close() drops knotes
 	   before it closes (close.c). */
 	(void)ksys_epoll_ctl(kq->kq_src[KQ_SRC_EMPTY].ks_fd, EPOLL_CTL_DEL,

@@ -513,8 +513,10 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 static void
 proc_cn_fini(struct kqueue *kq, struct kqsrc *src)
 {
-	/* Not needed with Linux >= 6.6 (it counts per socket), harmless. */
-	(void)proc_cn_send(src->ks_fd, 2, PROC_CN_MCAST_IGNORE);
+	/* Not needed with Linux >= 6.6 (it counts per socket), harmless;
+	   not on a number that may be the program's. */
+	if (!kq->kq_unowned)
+		(void)proc_cn_send(src->ks_fd, 2, PROC_CN_MCAST_IGNORE);
 	kq_free(src->ks_arg);
 	src->ks_arg = NULL;
 }
@@ -726,7 +728,8 @@ filt_procdetach(struct kqueue *kq, struct knote *kn)
 		/* Released and closed with no fork() between (registry.c). */
 		kq_mkfd_begin();
 		kq_knsrc_del(kq, pn->pn_pidfd);
-		kq_close_raw(pn->pn_pidfd);
+		if (!kq->kq_unowned)
+			kq_close_raw(pn->pn_pidfd);
 		kq_mkfd_end();
 		pn->pn_pidfd = -1;
 	}

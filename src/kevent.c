@@ -107,6 +107,7 @@ static void
 kq_kill(struct kqueue *kq)
 {
 	kq->kq_dead = 1;
+	kq->kq_unowned = 1;
 	kq_registry_forget(kq->kq_fd, kq);
 }
 
@@ -148,7 +149,8 @@ kq_change(struct kqueue *kq, struct kevent *kev)
 			return EINVAL;
 	}
 	if (KQ_UNLIKELY(fop->f_isfd && (kev->ident > INT_MAX ||
-	    kq_fdinternal(kev->ident))))
+	    (kq_fdinternal(kev->ident) && (kq_intfd_has(kq, kev->ident) ||
+	    kq_registry_internal((int)kev->ident, kq))))))
 		return EBADF;	/* not a number the program opened */
 	if (KQ_UNLIKELY(kq->kq_dead))
 		return EBADF;
@@ -953,7 +955,7 @@ kq_syserr(struct kqueue *kq, int e, int *held)
 	if (kq_hold(kq, held))
 		kq_kill(kq);
 	else
-		kq->kq_dead = 1;
+		kq->kq_dead = kq->kq_unowned = 1;
 	return -EBADF;
 }
 

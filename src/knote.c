@@ -13,6 +13,7 @@
 #include <linux/futex.h>
 
 #include "kq_int.h"
+#include "sigshim.h"
 #include "ksys.h"
 #include "fault.h"
 
@@ -321,7 +322,7 @@ kq_bell_ring(struct kqueue *kq)
 {
 	uint64_t v = 1;
 
-	if (kq->kq_src[KQ_SRC_BELL].ks_ready != NULL)
+	if (kq->kq_src[KQ_SRC_BELL].ks_ready != NULL && !kq->kq_unowned)
 		(void)kq_nc_write(kq->kq_src[KQ_SRC_BELL].ks_fd, &v,
 		    sizeof(v));
 	kq->kq_bell_rung = 1;
@@ -375,13 +376,21 @@ kq_intfd_claim(struct kqueue *kq, int fd)
 		__atomic_store_n(&kq->kq_intfd, nb, __ATOMIC_RELEASE);
 		__atomic_store_n(&kq->kq_intfdwords, nw, __ATOMIC_RELEASE);
 	}
-	/* Counted as watched: close() and dup2() of it come to
-	   kq_fdclose, which refuses them (close.c); and as internal: a
-	   change on any kqueue naming it fails (kq_change). */
-	if (kq_fdwatch_add(fd, KQ_WATCH_INTERNAL) != 0)
-		return ENOMEM;
-	__atomic_fetch_or(&kq->kq_intfd[w], UINT64_C(1) << (fd % 64),
-	    __ATOMIC_RELAXED);
+	/*
+	 * Counted as watched: close() and dup2() of it come to
+	 * kq_fdclose, which refuses them (close.c); and as internal: a
+	 * change on any kqueue naming it fails (kq_change).  Once per set
+	 * bit: the bit is already set when a descriptor of the kqueue's was
+	 * closed behind kq's back and the kernel gave its number back, and
+	 * kq_intfd_release takes the count away once.
+	 */
+	if (!kq_intfd_has(kq, (uintptr_t)fd)) {
+		kq_sig_evfd_lost(fd);
+		if (kq_fdwatch_add(fd, KQ_WATCH_INTERNAL) != 0)
+			return ENOMEM;
+		__atomic_fetch_or(&kq->kq_intfd[w], UINT64_C(1) << (fd % 64),
+		    __ATOMIC_RELAXED);
+	}
 	/*
 	 * The kernel handed us a number the program's knotes still hang
 	 * under: it was closed behind the C library's back.  They go, as

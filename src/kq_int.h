@@ -286,6 +286,13 @@ struct kqueue {
 					   kqueue through a dup() */
 	int		 kq_fd;		/* epoll descriptor == the kqueue fd */
 	int		 kq_dead;	/* fd closed or foreign: no more syscalls */
+	int		 kq_unowned;	/* its number was found closed or reused
+					   behind kq's back (set with kq_dead):
+					   the numbers of its own descriptors are
+					   not proven either (a raw close_range
+					   takes them too), and are never
+					   written, closed or otherwise used: they
+					   leak if they were still open */
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
 	int		 kq_count;	/* entries on kq_head (incl. dropped) */
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
@@ -645,6 +652,7 @@ struct kq_own {
 };
 void		 kq_own_add(struct kq_own *, int fd);
 void		 kq_registry_own_fds_locked(struct kq_own *);
+int		 kq_registry_internal(int fd, const struct kqueue *self);
 void		 kq_all_add(struct kqueue *kq);
 void		 kq_all_remove_locked(struct kqueue *kq);
 int		 kq_registry_orphan(int fd);

@@ -139,9 +139,12 @@ kq_destroy(struct kqueue *kq)
 		kq->kq_src[s].ks_arg = NULL;
 		if (kq->kq_src[s].ks_ready != NULL) {
 			/* Released first: from the close on, the number may
-			   be another thread's new file (kq_fdinternal). */
+			   be another thread's new file (kq_fdinternal).  An
+			   unowned kqueue's numbers may be the program's: left
+			   alone (a descriptor of kq's may leak). */
 			kq_intfd_release(kq, kq->kq_src[s].ks_fd);
-			kq_close_raw(kq->kq_src[s].ks_fd);
+			if (!kq->kq_unowned)
+				kq_close_raw(kq->kq_src[s].ks_fd);
 		}
 		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;

@@ -326,6 +326,34 @@ kq_own_add(struct kq_own *o, int fd)
  * being destroyed count too: it leaves kq_all only after closing them,
  * under reg_lock.  One pass over the kqueues.
  */
+/*
+ * Number fd is counted as some kqueue's own (kq_fdinternal) and not self's:
+ * is it still?  A kqueue whose number, or whose descriptor, was closed
+ * behind the C library's back keeps its claim (nothing tells kq), and the
+ * program's files that take those numbers would be refused for ever.  So
+ * the claim is believed when a live kqueue that has it holds the file now
+ * at fd in its epoll set under that number (every internal descriptor is
+ * registered there: kq_src_add, kq_knsrc_add), or when kcmp cannot tell;
+ * and the signal eventfd all kqueues share is believed.  Takes reg_lock
+ * (after the caller's kq_lock, as kq_destroy): kq_all, each kqueue's
+ * kq_fd and its bitmap's memory change only under it.
+ */
+int
+kq_registry_internal(int fd, const struct kqueue *self)
+{
+	const struct kqueue *kq;
+	int r = 0;
+
+	if (kq_sig_evfd_is(fd))
+		return 1;
+	kq_reg_lock();
+	for (kq = kq_all; kq != NULL && r == 0; kq = kq->kq_allnext)
+		if (kq != self && kq_intfd_has(kq, (uintptr_t)fd))
+			r = epoll_holds(kq->kq_fd, fd) != 0;
+	kq_reg_unlock();
+	return r;
+}
+
 void
 kq_registry_own_fds_locked(struct kq_own *o)
 {
@@ -402,7 +430,17 @@ kq_registry_drop_old(struct kqueue *old)
 	if (old != NULL) {
 		KQ_LOCK(old);
 		old->kq_dead = 1;
-		kq_bell_ring(old);	/* its sleepers return EBADF */
+		/*
+		 * Its number was closed behind kq's back (a raw close): so
+		 * may its own descriptors' have been, its doorbell's
+		 * included.  Not when kq's own close() in a signal handler
+		 * closed it and left the rest for later (kq_retire_later):
+		 * its descriptors are its own, its sleepers are woken.
+		 */
+		if (atomic_load(&old->kq_retiring))
+			kq_bell_ring(old);	/* its sleepers return EBADF */
+		else
+			old->kq_unowned = 1;
 		KQ_UNLOCK(old);
 		kq_release(old);
 	}

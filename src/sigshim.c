@@ -288,6 +288,40 @@ kq_sig_evfd_peek(void)
 	return atomic_load_explicit(&sig_evfd, memory_order_relaxed);
 }
 
+/*
+ * Is fd the shared eventfd, as far as can be told?  A program that closed
+ * it with the raw system call may have a file of its own at the number:
+ * not an eventfd there is not kq's.  When /proc cannot tell, it is.
+ */
+int
+kq_sig_evfd_is(int fd)
+{
+	char name[16];
+	int r;
+
+	if (fd < 0 || fd != atomic_load(&sig_evfd))
+		return 0;
+	r = fd_anon_name(fd, name, sizeof(name));
+	if (r < 0)
+		return fcntl(fd, F_GETFD) >= 0;
+	return r == 1 && strcmp(name, "eventfd") == 0;
+}
+
+/*
+ * The kernel gave number fd to a new descriptor of a kqueue's: if the
+ * shared eventfd was there, it was closed behind kq's back.  Forgotten
+ * (and no longer counted as kq's), so that nothing writes to, duplicates
+ * or protects the number for it again.
+ */
+void
+kq_sig_evfd_lost(int fd)
+{
+	int expect = fd;
+
+	if (atomic_compare_exchange_strong(&sig_evfd, &expect, -1))
+		(void)kq_fdwatch_add(fd, -KQ_WATCH_INTERNAL);
+}
+
 int
 kq_sig_evfd_dup(int *fd)
 {
@@ -295,6 +329,17 @@ kq_sig_evfd_dup(int *fd)
 	int e = 0, f;
 
 	sig_lock_all(&old);
+	f = atomic_load(&sig_evfd);
+	if (f >= 0 && !kq_sig_evfd_is(f)) {
+		/*
+		 * Closed behind kq's back (its number may be the program's
+		 * now): never duplicated nor written again.  The kqueues
+		 * that hold a duplicate keep the old file, which no signal
+		 * wakes any more; new ones get a new eventfd.
+		 */
+		(void)kq_fdwatch_add(f, -KQ_WATCH_INTERNAL);
+		atomic_store(&sig_evfd, -1);
+	}
 	if (atomic_load(&sig_evfd) < 0) {
 		f = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		if (f < 0)

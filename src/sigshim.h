@@ -21,6 +21,8 @@ int		kq_sig_watch(int signo);
 void		kq_sig_unwatch(int signo);
 int		kq_sig_evfd_dup(int *fd);
 int		kq_sig_evfd_peek(void);
+int		kq_sig_evfd_is(int fd);
+void		kq_sig_evfd_lost(int fd);
 int		kq_sig_eintr_absorbed(uint64_t before);
 void		kq_sig_atfork_child(void);
 

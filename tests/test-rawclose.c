@@ -940,6 +940,63 @@ change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf(
 }
 
 /*
+ * A kqueue and the descriptors it holds for itself, all closed with the
+ * raw system call (as a raw close_range() would): the program's files
+ * that then take those numbers are the program's, to watch from another
+ * kqueue and to close (FreeBSD: the numbers were simply closed).
+ */
+static void
+numbers_of_a_kqueue_closed_raw_are_the_programs_again(void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, other, fd, i, n = 0, mine[16], took = 0, sv[2];
+	int taken[64];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	t_track(sv[0]);
+	t_track(sv[1]);
+	other = t_new_kq();
+	open_fds(before);
+	kq = kqueue();
+	assert_true(kq >= 0);
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 1000, NULL);
+	t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024 && n < 16; fd++)
+		if (fd_in(after, fd) && !fd_in(before, fd))
+			mine[n++] = fd;
+	assert_true(n >= 3);	/* the kqueue, its eventfd, timerfd, set */
+	for (i = 0; i < n; i++)
+		raw_close(mine[i]);
+	/* Open until every one of those numbers is the program's. */
+	while (took < 64) {
+		int p[2], k, hit = 0;
+
+		assert_int_equal(pipe(p), 0);
+		for (k = 0; k < 2; k++)
+			taken[took++] = p[k];
+		for (i = 0; i < n; i++)
+			for (k = 0; k < took; k++)
+				hit += taken[k] == mine[i];
+		if (hit == n)
+			break;
+	}
+	for (i = 0; i < n; i++) {
+		t_change(other, (uintptr_t)mine[i], EVFILT_READ, EV_ADD, 0, 0,
+		    NULL);
+		t_change(other, (uintptr_t)mine[i], EVFILT_READ, EV_DELETE, 0,
+		    0, NULL);
+	}
+	for (i = 0; i < took; i++) {
+		if (close(taken[i]) != 0)
+			fprintf(stderr, "close(%d) of a pipe: %s (the kqueue "
+			    "was %d)\n", taken[i], strerror(errno), kq);
+		assert_int_equal(fcntl(taken[i], F_GETFD), -1);
+	}
+}
+
+/*
  * A number closed raw while a dup() keeps its file, then taken by the
  * kqueue itself for a new internal descriptor (the timerfd of its first
  * timer): the closed number's knote is gone, the old file's readiness
@@ -1039,6 +1096,7 @@ main(void)
 		cmocka_unit_test(socket_below_low_water_mark_sleeps_in_every_mode),
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
+		cmocka_unit_test(numbers_of_a_kqueue_closed_raw_are_the_programs_again),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_stays_watchable),
 	};
