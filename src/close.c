@@ -91,7 +91,7 @@ kq_retire_kq(struct kqueue *kq, int fd, const struct kq_closer *c, int strict)
 	 * any more either (kq_unowned).  Asked while the number is still
 	 * open (one kcmp, or an EPOLL_CTL_MOD of the doorbell).
 	 */
-	if (!kq_owned_number(kq))
+	if (!atomic_load(&kq->kq_retiring) && !kq_owned_number(kq))
 		kq->kq_unowned = 1;
 	/* Under reg_lock too: a fork() child sees the number closed and
 	   the kqueue dead, or neither. */

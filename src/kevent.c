@@ -107,7 +107,9 @@ static void
 kq_kill(struct kqueue *kq)
 {
 	kq->kq_dead = 1;
-	kq->kq_unowned = 1;
+	/* Unless kq's own close() in a signal handler closed the number
+	   (kq_retire_later): then its descriptors are its own. */
+	kq->kq_unowned = !atomic_load(&kq->kq_retiring);
 	kq_registry_forget(kq->kq_fd, kq);
 }
 
@@ -954,8 +956,10 @@ kq_syserr(struct kqueue *kq, int e, int *held)
 	   for our unlock. */
 	if (kq_hold(kq, held))
 		kq_kill(kq);
-	else
-		kq->kq_dead = kq->kq_unowned = 1;
+	else {
+		kq->kq_dead = 1;
+		kq->kq_unowned = !atomic_load(&kq->kq_retiring);
+	}
 	return -EBADF;
 }
 

@@ -25,6 +25,7 @@
  *     closed raw; a kqueue watching the kqueue keeps hearing from it.
  * Linux only (the raw close and dup3 system calls).
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -999,6 +1000,60 @@ numbers_of_a_kqueue_closed_raw_are_the_programs_again(void **state)
 	}
 }
 
+static void *
+wait_forever(void *arg)
+{
+	struct kevent ev;
+	int r = kevent((int)(intptr_t)arg, NULL, 0, &ev, 1, NULL);
+
+	return (void *)(intptr_t)(r < 0 ? errno : 0);
+}
+
+/*
+ * After a kqueue was closed raw (and its number taken by a new kqueue),
+ * the kqueues made later are whole: close() of each wakes the thread
+ * waiting in it (EBADF) and gives back every descriptor it made.
+ */
+static void
+kqueues_made_after_one_closed_raw_give_back_their_descriptors(void **state)
+{
+	int k, k2, i, base, kq, kqs[4];
+	struct timespec end;
+	pthread_t t;
+	void *rv;
+
+	(void)state;
+	k = kqueue();
+	assert_true(k >= 0);
+	raw_close(k);
+	k2 = kqueue();		/* finds the old one at its number */
+	assert_true(k2 >= 0);
+	assert_int_equal(close(k2), 0);
+	/* Several alive at once: the pool hands out older objects too. */
+	base = t_count_fds();
+	for (i = 0; i < 4; i++) {
+		kqs[i] = kqueue();
+		assert_true(kqs[i] >= 0);
+		t_change(kqs[i], 1, EVFILT_TIMER, EV_ADD, 0, 60000, NULL);
+	}
+	for (i = 0; i < 4; i++) {
+		kq = kqs[i];
+		assert_int_equal(pthread_create(&t, NULL, wait_forever,
+		    (void *)(intptr_t)kq), 0);
+		usleep(20000);
+		assert_int_equal(close(kq), 0);
+		clock_gettime(CLOCK_REALTIME, &end);
+		end.tv_sec += 2;
+		if (pthread_timedjoin_np(t, &rv, &end) != 0) {
+			fprintf(stderr, "kevent() on kqueue %d not woken by "
+			    "its close() in 2 s\n", kq);
+			fail();
+		}
+		assert_int_equal((int)(intptr_t)rv, EBADF);
+	}
+	assert_int_equal(t_count_fds(), base);
+}
+
 /*
  * A number closed raw while a dup() keeps its file, then taken by the
  * kqueue itself for a new internal descriptor (the timerfd of its first
@@ -1100,6 +1155,7 @@ main(void)
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(numbers_of_a_kqueue_closed_raw_are_the_programs_again),
+		cmocka_unit_test(kqueues_made_after_one_closed_raw_give_back_their_descriptors),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_stays_watchable),
 	};
