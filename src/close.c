@@ -205,8 +205,7 @@ kq_fdclose_one(struct kqueue *kq, void *arg)
 	kq_drop_number(kq, a->fd);
 	/* Still the kqueue's (see kq_registry_internal), or kcmp cannot
 	   tell: a number closed behind kq's back is the program's again. */
-	if (kq_intfd_has(kq, (uintptr_t)a->fd) &&
-	    epoll_holds(kq->kq_fd, a->fd) != 0)
+	if (kq_intfd_has(kq, (uintptr_t)a->fd) && kq_holds_number(kq, a->fd))
 		a->internal = 1;
 }
 

@@ -112,6 +112,26 @@ epoll_holds(int epfd, int fd)
 }
 
 /*
+ * Does number fd, which kq claims (kq_intfd), still hold the file kq put
+ * there?  Its internal descriptors are registered in its set under their
+ * numbers, and kq_waitfd is the set itself.  1 yes or cannot tell (kcmp
+ * refused), 0 no.  Asked with reg_lock or kq's lock held (kq_fd).
+ */
+int
+kq_holds_number(const struct kqueue *kq, int fd)
+{
+	pid_t pid;
+	long r;
+
+	if (fd != kq->kq_waitfd)
+		return epoll_holds(kq->kq_fd, fd) != 0;
+	pid = (pid_t)syscall(SYS_getpid);
+	r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, kq->kq_fd, fd);
+	return r == 0 || (r < 0 && (errno == ENOSYS || errno == EPERM ||
+	    errno == EACCES));
+}
+
+/*
  * Readiness of fd now, for a re-check without an epoll event at hand:
  * the epoll-style event mask for events (POLLIN, POLLOUT ...), or -1 if fd
  * is not open.

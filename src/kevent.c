@@ -703,9 +703,22 @@ kq_rebuild(struct kqueue *kq)
 		(void)ksys_epoll_ctl(kq->kq_fd, EPOLL_CTL_MOD,
 		    kq->kq_src[KQ_SRC_BELL].ks_fd, &ev);
 		if (kq_dup3_raw(nfd, kq->kq_fd,
-		    (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0)
+		    (fl & FD_CLOEXEC) ? O_CLOEXEC : 0) >= 0) {
 			kq->kq_rebuiltseq = ++kq->kq_regseq;
-		else if ((e = errno) == EBADF)
+			/*
+			 * The waits' number follows (kq_waitfd): its old set
+			 * wakes its sleepers through the doorbell above.  If
+			 * it cannot (a lowered RLIMIT_NOFILE), the waits go
+			 * back to kq_fd rather than to a set that is ready
+			 * for ever.
+			 */
+			if (kq->kq_waitfd >= 0 && kq_dup3_raw(nfd,
+			    kq->kq_waitfd, O_CLOEXEC) < 0) {
+				kq_intfd_release(kq, kq->kq_waitfd);
+				kq_close_raw(kq->kq_waitfd);
+				kq->kq_waitfd = -1;
+			}
+		} else if ((e = errno) == EBADF)
 			/* Both numbers are ours (kq_owned, nfd just made):
 			   the kqueue's is at or above a lowered
 			   RLIMIT_NOFILE, where dup3 cannot put a file. */
@@ -906,7 +919,8 @@ kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
 	   alone is a cancellation point. */
 	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
 	pthread_cleanup_push(kq_wait_cancelled, &w);
-	r = kq_epoll_wait_cancel(kq->kq_fd, ev, n, tmo_ns);
+	r = kq_epoll_wait_cancel(kq->kq_waitfd >= 0 ? kq->kq_waitfd :
+	    kq->kq_fd, ev, n, tmo_ns);
 	/* As libthr's cancellation points, a wait that failed (EINTR) acts
 	   on a cancellation asked meanwhile, by a signal handler, even where
 	   the C library made no asynchronous window around the wait. */
@@ -1233,7 +1247,8 @@ wait:
 			KQ_ASSERT(want <= KQ_CWAIT);
 			r = kq_wait_cancellable(kq, held, ev, want, tmo, seq);
 		} else
-			r = kq_epoll_wait(kq->kq_fd, ev, want, tmo);
+			r = kq_epoll_wait(tmo != 0 && kq->kq_waitfd >= 0 ?
+			    kq->kq_waitfd : kq->kq_fd, ev, want, tmo);
 		e = r < 0 ? -r : 0;
 		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)

@@ -285,6 +285,14 @@ struct kqueue {
 					   call that waits unlocked or found the
 					   kqueue through a dup() */
 	int		 kq_fd;		/* epoll descriptor == the kqueue fd */
+	int		 kq_waitfd;	/* a duplicate of kq_fd, kq's own
+					   (claimed): the waits made with
+					   kq_lock dropped sleep on it, as
+					   FreeBSD's kevent() holds its file --
+					   a close() of kq_fd and a new file at
+					   the number cannot take the sleeper,
+					   whose reference keeps the kqueue, and
+					   so this number, until it returns */
 	int		 kq_dead;	/* fd closed or foreign: no more syscalls */
 	int		 kq_unowned;	/* its number was found closed or reused
 					   behind kq's back (set with kq_dead):
@@ -666,6 +674,7 @@ int		 kq_sockerr(int fd, int pending);
 void		 kq_sockerr_forget(int fd);
 int		 fd_is_epoll(int fd);
 int		 epoll_holds(int epfd, int fd);
+int		 kq_holds_number(const struct kqueue *kq, int fd);
 int		 epoll_probe(int epfd, int fd, int *foreign);
 int		 fd_same_file(int a, int b);
 int		 fd_poll(int fd, short events);

@@ -65,8 +65,16 @@ kq_create(int cloexec, int port)
 	STAILQ_INIT(&kq->kq_head);
 	for (s = 0; s < KQ_NSRC; s++)
 		kq->kq_src[s].ks_fd = -1;
-	if ((e = kq_bell_create(kq)) != 0) {
+	kq->kq_waitfd = KQ_FDCALL(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+	e = kq->kq_waitfd < 0 ? errno : kq_intfd_claim(kq, kq->kq_waitfd);
+	if (e == 0 && (e = kq_bell_create(kq)) != 0)
+		kq_intfd_release(kq, kq->kq_waitfd);
+	if (e != 0) {
 		kq->kq_dead = 1;
+		if (kq->kq_waitfd >= 0)
+			kq_close_raw(kq->kq_waitfd);
+		kq->kq_waitfd = -1;
+		kq_intfd_free(kq);
 		KQ_UNLOCK(kq);
 		kq_close_raw(fd);
 		kq_reg_unlock();
@@ -149,6 +157,12 @@ kq_destroy(struct kqueue *kq)
 		}
 		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;
+	}
+	if (kq->kq_waitfd >= 0) {
+		kq_intfd_release(kq, kq->kq_waitfd);
+		if (!kq->kq_unowned)
+			kq_close_raw(kq->kq_waitfd);
+		kq->kq_waitfd = -1;
 	}
 	kq_intfd_free(kq);
 	kq_all_remove_locked(kq);

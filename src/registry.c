@@ -349,7 +349,7 @@ kq_registry_internal(int fd, const struct kqueue *self)
 	kq_reg_lock();
 	for (kq = kq_all; kq != NULL && r == 0; kq = kq->kq_allnext)
 		if (kq != self && kq_intfd_has(kq, (uintptr_t)fd))
-			r = epoll_holds(kq->kq_fd, fd) != 0;
+			r = kq_holds_number(kq, fd);
 	kq_reg_unlock();
 	return r;
 }

@@ -655,6 +655,81 @@ new_descriptors_at_numbers_closing_kqueues_give_back_are_the_programs(
 	E_RUN(fresh_numbers_child, NULL, 30);
 }
 
+#ifdef __linux__
+static atomic_int race_started;
+
+static void *
+race_sleeper(void *arg)
+{
+	struct kevent ev;
+	int r;
+
+	atomic_store(&race_started, 1);
+	r = kevent((int)(intptr_t)arg, NULL, 0, &ev, 1, NULL);
+	return (void *)(intptr_t)(r < 0 ? errno : 0);
+}
+
+/*
+ * A thread enters kevent() (no timeout) on a kqueue that another thread
+ * closes at that moment, and the program's next epoll instance takes the
+ * number at once.  The thread never waits in the program's set (whose
+ * events it would take): it returns, with EBADF when it found the kqueue,
+ * or with EBADF/EINVAL when it came to the number after the close
+ * (FreeBSD's kevent() holds the kqueue's file; it never sleeps in another
+ * one).  Timing varies from round to round; an old build hung about once
+ * in 3 000 rounds.
+ */
+static int
+close_while_entering_child(void *arg)
+{
+	int i, hangs = 0;
+
+	(void)arg;
+	for (i = 0; i < 1500 && hangs == 0; i++) {
+		struct timespec end;
+		pthread_t t;
+		void *rv;
+		int kq, ep, r;
+
+		E_SYS(kq = kqueue());
+		atomic_store(&race_started, 0);
+		E_CHECK(pthread_create(&t, NULL, race_sleeper,
+		    (void *)(intptr_t)kq) == 0, "thread");
+		while (!atomic_load(&race_started))
+			;
+		for (volatile int d = 0; d < (i % 50) * 20; d++)
+			;
+		E_SYS(close(kq));
+		E_SYS(ep = epoll_create1(EPOLL_CLOEXEC));
+		clock_gettime(CLOCK_REALTIME, &end);
+		end.tv_sec += 2;
+		if (pthread_timedjoin_np(t, &rv, &end) != 0) {
+			hangs++;
+			fprintf(stderr, "round %d: still in kevent() 2 s after "
+			    "its kqueue was closed (epoll set %d at the "
+			    "number)\n", i, ep);
+			close(ep);
+			E_CHECK(pthread_join(t, &rv) == 0, "join");
+			break;
+		}
+		r = (int)(intptr_t)rv;
+		E_CHECK(r == EBADF || r == EINVAL, "round %d: kevent() "
+		    "returned %d (%s)", i, r, r ? strerror(r) : "events");
+		close(ep);
+	}
+	E_CHECK(hangs == 0, "a sleeper waited in the program's epoll set");
+	return 0;
+}
+
+static void
+kevent_entered_as_its_kqueue_is_closed_never_waits_in_the_programs_epoll_set(
+    void **state)
+{
+	(void)state;
+	E_RUN(close_while_entering_child, NULL, 60);
+}
+#endif
+
 int
 main(void)
 {
@@ -675,6 +750,7 @@ main(void)
 		cmocka_unit_test(kevent_on_foreign_epoll_at_kqueue_number_keeps_its_edge),
 		cmocka_unit_test(kevent_on_foreign_epoll_after_blocked_kevent_fails_and_leaves_it),
 		cmocka_unit_test(kevent_on_foreign_epoll_after_blocked_kevent_keeps_its_edge),
+		cmocka_unit_test(kevent_entered_as_its_kqueue_is_closed_never_waits_in_the_programs_epoll_set),
 #endif
 	};
 
