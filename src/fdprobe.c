@@ -74,6 +74,14 @@ fd_same_file(int a, int b)
  * when a registration under the number is of another file.
  * Async-signal-safe.
  */
+/* Did the kcmp() that just failed fail for want of kcmp itself (a kernel
+   without CONFIG_CHECKPOINT_RESTORE, a seccomp filter)? */
+static int
+kcmp_refused(void)
+{
+	return errno == ENOSYS || errno == EPERM || errno == EACCES;
+}
+
 int
 epoll_probe(int epfd, int fd, int *foreign)
 {
@@ -94,8 +102,7 @@ epoll_probe(int epfd, int fd, int *foreign)
 		else if (r > 0) {
 			if (foreign != NULL)
 				*foreign = 1;
-		} else if (errno == ENOSYS || errno == EPERM ||
-		    errno == EACCES)
+		} else if (kcmp_refused())
 			return -1;
 		else
 			break;	/* ENOENT: no more; EBADF: fd closed */
@@ -127,8 +134,7 @@ kq_holds_number(const struct kqueue *kq, int fd)
 		return epoll_holds(kq->kq_fd, fd) != 0;
 	pid = (pid_t)syscall(SYS_getpid);
 	r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, kq->kq_fd, fd);
-	return r == 0 || (r < 0 && (errno == ENOSYS || errno == EPERM ||
-	    errno == EACCES));
+	return r == 0 || (r < 0 && kcmp_refused());
 }
 
 /*

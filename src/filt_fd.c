@@ -341,7 +341,6 @@ struct kn_empty {
 	struct kn_empty	**ke_prevp;	/* NULL while not on the list */
 	int		  ke_woken;	/* a write-space wake-up since the
 					   last report (empty_ready) */
-	int		  ke_watched;	/* in the KQ_SRC_EMPTY set */
 	uint32_t	  ke_gen;	/* its registration's tag there */
 };
 
@@ -434,22 +433,19 @@ empty_watch(struct kqueue *kq, struct knote *kn)
 		    (int)kn->kn_ident, &ev);
 	if (e != 0)
 		return -e;
-	ke->ke_watched = 1;
 	/* The event epoll makes at once for a writable socket is its state,
 	   not a wake-up: consumed here (the others' are passed on). */
 	empty_drain(kq, src, (int)kn->kn_ident);
 	return 0;
 }
 
+/* Once per watched knote: at its detach, or when its attach fails after
+   empty_watch (a failed attach is not detached). */
 static void
 empty_unwatch(struct kqueue *kq, struct knote *kn)
 {
-	struct kn_empty *ke = (struct kn_empty *)(void *)kn;
 	struct epoll_event ev;
 
-	if (!ke->ke_watched)
-		return;
-	ke->ke_watched = 0;
 	if (kq->kq_dead)	/* the set goes with the kqueue */
 		return;
 	/* The number is still the knote's file: close() drops knotes

@@ -728,8 +728,7 @@ filt_procdetach(struct kqueue *kq, struct knote *kn)
 		/* Released and closed with no fork() between (registry.c). */
 		kq_mkfd_begin();
 		kq_knsrc_del(kq, pn->pn_pidfd);
-		if (!kq->kq_unowned)
-			kq_close_raw(pn->pn_pidfd);
+		kq_close_own(kq, pn->pn_pidfd);
 		kq_mkfd_end();
 		pn->pn_pidfd = -1;
 	}

@@ -919,8 +919,7 @@ kq_wait_cancellable(struct kqueue *kq, int *held, struct epoll_event *ev,
 	   alone is a cancellation point. */
 	(void)kq_hot.setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
 	pthread_cleanup_push(kq_wait_cancelled, &w);
-	r = kq_epoll_wait_cancel(kq->kq_waitfd >= 0 ? kq->kq_waitfd :
-	    kq->kq_fd, ev, n, tmo_ns);
+	r = kq_epoll_wait_cancel(kq_sleepfd(kq), ev, n, tmo_ns);
 	/* As libthr's cancellation points, a wait that failed (EINTR) acts
 	   on a cancellation asked meanwhile, by a signal handler, even where
 	   the C library made no asynchronous window around the wait. */
@@ -1247,8 +1246,8 @@ wait:
 			KQ_ASSERT(want <= KQ_CWAIT);
 			r = kq_wait_cancellable(kq, held, ev, want, tmo, seq);
 		} else
-			r = kq_epoll_wait(tmo != 0 && kq->kq_waitfd >= 0 ?
-			    kq->kq_waitfd : kq->kq_fd, ev, want, tmo);
+			r = kq_epoll_wait(tmo != 0 ? kq_sleepfd(kq) :
+			    kq->kq_fd, ev, want, tmo);
 		e = r < 0 ? -r : 0;
 		/* (An event port has no EVFILT_READ knote to use them.) */
 		for (i = 0; i < r; i++)

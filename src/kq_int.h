@@ -585,9 +585,14 @@ int		 kq_fdwatch_add(int fd, int delta);
  */
 #define KQ_WATCH_INTERNAL	(1 << 24)
 
-/* Is fd one of some kqueue's own descriptors?  Lock-free. */
-static inline int
-kq_fdinternal(uintptr_t fd)
+/*
+ * fd's count in the watch table (0 when it has none).  Lock-free.
+ * Acquire: pairs with the release of the last knote's removal, so a
+ * close() that finds the number unwatched comes after every use of it by
+ * kq (kq_fdwatch_add).
+ */
+static inline uint32_t
+kq_watch_count(uintptr_t fd)
 {
 	_Atomic uint32_t *chunk;
 
@@ -595,26 +600,22 @@ kq_fdinternal(uintptr_t fd)
 		return 0;
 	chunk = atomic_load_explicit(&kq_watch_top[fd >> REG_CHUNK_SHIFT],
 	    memory_order_acquire);
-	return chunk != NULL && atomic_load_explicit(
-	    &chunk[fd & (REG_CHUNK - 1)], memory_order_relaxed) >=
-	    KQ_WATCH_INTERNAL;
+	return chunk == NULL ? 0 : atomic_load_explicit(
+	    &chunk[fd & (REG_CHUNK - 1)], memory_order_acquire);
 }
 
-/* Is descriptor fd watched by some kqueue?  Lock-free. */
+/* Is fd one of some kqueue's own descriptors? */
+static inline int
+kq_fdinternal(uintptr_t fd)
+{
+	return kq_watch_count(fd) >= KQ_WATCH_INTERNAL;
+}
+
+/* Is descriptor fd watched by some kqueue? */
 static inline int
 kq_fdwatched(int fd)
 {
-	_Atomic uint32_t *chunk;
-
-	if (fd < 0 || (fd >> REG_CHUNK_SHIFT) >= REG_TOP)
-		return 0;
-	chunk = atomic_load_explicit(&kq_watch_top[fd >> REG_CHUNK_SHIFT],
-	    memory_order_acquire);
-	/* Acquire: pairs with the release of the last knote's removal, so
-	   a close() that finds the number unwatched comes after every use
-	   of it by kq (kq_fdwatch_add). */
-	return chunk != NULL && atomic_load_explicit(
-	    &chunk[fd & (REG_CHUNK - 1)], memory_order_acquire) != 0;
+	return fd >= 0 && kq_watch_count((uintptr_t)fd) != 0;
 }
 
 struct kqueue	*kq_registry_acquire(int fd);
@@ -821,6 +822,22 @@ kq_intfd_has(const struct kqueue *kq, uintptr_t fd)
 {
 	return fd / 64 < (uintptr_t)kq->kq_intfdwords &&
 	    ((kq->kq_intfd[fd / 64] >> (fd % 64)) & 1) != 0;
+}
+
+/* The number the waits made without kq_lock sleep on (kq_waitfd). */
+static inline int
+kq_sleepfd(const struct kqueue *kq)
+{
+	return kq->kq_waitfd >= 0 ? kq->kq_waitfd : kq->kq_fd;
+}
+
+/* Close fd, a descriptor of kq's own, unless kq is unowned (kq_unowned:
+   the number may be the program's). */
+static inline void
+kq_close_own(const struct kqueue *kq, int fd)
+{
+	if (!kq->kq_unowned)
+		kq_close_raw(fd);
 }
 void		 kq_src_dispatch(struct kqueue *, uint64_t key, uint32_t events);
 

@@ -67,14 +67,14 @@ kq_create(int cloexec, int port)
 		kq->kq_src[s].ks_fd = -1;
 	kq->kq_waitfd = KQ_FDCALL(fcntl(fd, F_DUPFD_CLOEXEC, 0));
 	e = kq->kq_waitfd < 0 ? errno : kq_intfd_claim(kq, kq->kq_waitfd);
-	if (e == 0 && (e = kq_bell_create(kq)) != 0)
-		kq_intfd_release(kq, kq->kq_waitfd);
+	if (e == 0)
+		e = kq_bell_create(kq);
 	if (e != 0) {
 		kq->kq_dead = 1;
+		kq_intfd_free(kq);	/* released before the close */
 		if (kq->kq_waitfd >= 0)
 			kq_close_raw(kq->kq_waitfd);
 		kq->kq_waitfd = -1;
-		kq_intfd_free(kq);
 		KQ_UNLOCK(kq);
 		kq_close_raw(fd);
 		kq_reg_unlock();
@@ -152,16 +152,14 @@ kq_destroy(struct kqueue *kq)
 			   unowned kqueue's numbers may be the program's: left
 			   alone (a descriptor of kq's may leak). */
 			kq_intfd_release(kq, kq->kq_src[s].ks_fd);
-			if (!kq->kq_unowned)
-				kq_close_raw(kq->kq_src[s].ks_fd);
+			kq_close_own(kq, kq->kq_src[s].ks_fd);
 		}
 		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;
 	}
 	if (kq->kq_waitfd >= 0) {
 		kq_intfd_release(kq, kq->kq_waitfd);
-		if (!kq->kq_unowned)
-			kq_close_raw(kq->kq_waitfd);
+		kq_close_own(kq, kq->kq_waitfd);
 		kq->kq_waitfd = -1;
 	}
 	kq_intfd_free(kq);

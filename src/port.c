@@ -476,8 +476,7 @@ port_timer_detach(struct kqueue *kq, struct knote *kn)
 	kq_knsrc_del(kq, TN(kn)->tn_fd);
 	if (p != NULL)
 		atomic_store(&p->pt_tfd, -1);
-	if (!kq->kq_unowned)
-		kq_close_raw(TN(kn)->tn_fd);
+	kq_close_own(kq, TN(kn)->tn_fd);
 	kq_mkfd_end();
 	TN(kn)->tn_fd = -1;
 	return 0;

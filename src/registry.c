@@ -311,22 +311,6 @@ kq_own_add(struct kq_own *o, int fd)
 }
 
 /*
- * The smallest KQ_OWNMAX descriptor numbers in [o->first, o->last] that kq
- * holds for itself, into o (sorted; o->more if there are others above
- * them): every kqueue's internal sources and knotes' pidfds and timerfds
- * (its kq_intfd bitmap), the shared signal eventfd, the port timers'
- * timerfds.  No allocation: closefrom() takes them a batch at a time.
- *
- * With reg_lock held and the makers shut out (kq_mkfd_exclude): no kqueue
- * makes, claims, releases or closes one of those then -- the makers wait,
- * kq_create and kq_destroy need reg_lock -- so a number found stays kq's
- * until the caller lets go.  Reads no kqueue's lock (a maker waiting at
- * the gate may hold it); the bitmaps change atomically and are freed only
- * under reg_lock (kq_intfd_claim, kq_intfd_free).  Sources of a kqueue
- * being destroyed count too: it leaves kq_all only after closing them,
- * under reg_lock.  One pass over the kqueues.
- */
-/*
  * Number fd is counted as some kqueue's own (kq_fdinternal) and not self's:
  * is it still?  A kqueue whose number, or whose descriptor, was closed
  * behind the C library's back keeps its claim (nothing tells kq), and the
@@ -354,6 +338,22 @@ kq_registry_internal(int fd, const struct kqueue *self)
 	return r;
 }
 
+/*
+ * The smallest KQ_OWNMAX descriptor numbers in [o->first, o->last] that kq
+ * holds for itself, into o (sorted; o->more if there are others above
+ * them): every kqueue's internal sources and knotes' pidfds and timerfds
+ * (its kq_intfd bitmap), the shared signal eventfd, the port timers'
+ * timerfds.  No allocation: closefrom() takes them a batch at a time.
+ *
+ * With reg_lock held and the makers shut out (kq_mkfd_exclude): no kqueue
+ * makes, claims, releases or closes one of those then -- the makers wait,
+ * kq_create and kq_destroy need reg_lock -- so a number found stays kq's
+ * until the caller lets go.  Reads no kqueue's lock (a maker waiting at
+ * the gate may hold it); the bitmaps change atomically and are freed only
+ * under reg_lock (kq_intfd_claim, kq_intfd_free).  Sources of a kqueue
+ * being destroyed count too: it leaves kq_all only after closing them,
+ * under reg_lock.  One pass over the kqueues.
+ */
 void
 kq_registry_own_fds_locked(struct kq_own *o)
 {

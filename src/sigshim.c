@@ -330,16 +330,12 @@ kq_sig_evfd_dup(int *fd)
 
 	sig_lock_all(&old);
 	f = atomic_load(&sig_evfd);
-	if (f >= 0 && !kq_sig_evfd_is(f)) {
-		/*
-		 * Closed behind kq's back (its number may be the program's
-		 * now): never duplicated nor written again.  The kqueues
-		 * that hold a duplicate keep the old file, which no signal
-		 * wakes any more; new ones get a new eventfd.
-		 */
-		(void)kq_fdwatch_add(f, -KQ_WATCH_INTERNAL);
-		atomic_store(&sig_evfd, -1);
-	}
+	/* Closed behind kq's back (its number may be the program's now):
+	   never duplicated nor written again.  The kqueues that hold a
+	   duplicate keep the old file, which no signal wakes any more; new
+	   ones get a new eventfd. */
+	if (f >= 0 && !kq_sig_evfd_is(f))
+		kq_sig_evfd_lost(f);
 	if (atomic_load(&sig_evfd) < 0) {
 		f = KQ_FDCALL(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		if (f < 0)
