@@ -136,11 +136,15 @@ kq_destroy(struct kqueue *kq)
 	kq->kq_dead = 1;
 	kq_free_all(kq);
 	/*
-	 * The internal descriptors are closed and the kqueue leaves the list
-	 * of live ones under reg_lock, which fork() waits for: a child sees
-	 * either all of them open and the kqueue listed, or neither.
+	 * The internal descriptors are released and closed in a maker
+	 * section, which fork() and closefrom() wait for (registry.c): a
+	 * child sees each of them claimed and open, or neither.  Not under
+	 * reg_lock: closing an inotify descriptor waits in the kernel for
+	 * its marks to be destroyed (from a quarter of a millisecond to
+	 * seconds when many go at once), and every kqueue(), and every
+	 * close() of a watched descriptor, would wait behind it.
 	 */
-	kq_reg_lock();
+	kq_mkfd_begin();
 	for (s = 0; s < KQ_NSRC; s++) {
 		if (kq->kq_src[s].ks_fini != NULL)
 			kq->kq_src[s].ks_fini(kq, &kq->kq_src[s]);
@@ -152,9 +156,9 @@ kq_destroy(struct kqueue *kq)
 			   unowned kqueue's numbers may be the program's: left
 			   alone (a descriptor of kq's may leak). */
 			kq_intfd_release(kq, kq->kq_src[s].ks_fd);
+			kq->kq_src[s].ks_ready = NULL;
 			kq_close_own(kq, kq->kq_src[s].ks_fd);
 		}
-		kq->kq_src[s].ks_ready = NULL;
 		kq->kq_src[s].ks_fd = -1;
 	}
 	if (kq->kq_waitfd >= 0) {
@@ -162,6 +166,10 @@ kq_destroy(struct kqueue *kq)
 		kq_close_own(kq, kq->kq_waitfd);
 		kq->kq_waitfd = -1;
 	}
+	kq_mkfd_end();
+	/* The kqueue leaves the list of live ones under reg_lock, which a
+	   fork() child's handler and closefrom() read it under. */
+	kq_reg_lock();
 	kq_intfd_free(kq);
 	kq_all_remove_locked(kq);
 	kq_reg_unlock();

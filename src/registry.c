@@ -541,6 +541,9 @@ static _Atomic int mk_inside;		/* threads in a maker section */
 static _Atomic int mk_fork;		/* a fork() waits or is under way */
 static _Atomic int mk_closing;		/* closefrom()s in their window */
 static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
+/* fork()s of this thread under way: a section a handler opens on the
+   thread while its fork drains the others must not wait for that fork. */
+static _Thread_local int mk_myfork __attribute__((tls_model("initial-exec")));
 
 /*
  * Neither side waits for the other for ever.  A section is a few system
@@ -633,10 +636,10 @@ kq_mkfd_begin(void)
 		return;
 	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mk_cancel);
 	for (;;) {
-		while (mk_shut() && !mk_impatient(&t0))
+		while (mk_shut() && mk_myfork == 0 && !mk_impatient(&t0))
 			sched_yield();
 		atomic_fetch_add(&mk_inside, 1);
-		if (!mk_shut() || mk_impatient(&t0))
+		if (!mk_shut() || mk_myfork != 0 || mk_impatient(&t0))
 			return;
 		atomic_fetch_sub(&mk_inside, 1);	/* let the fork go first */
 	}
@@ -656,6 +659,7 @@ reg_atfork_prepare(void)
 {
 	unsigned bit;
 
+	mk_myfork++;
 	atomic_store(&mk_fork, 1);
 	mk_drain();
 	bit = 1u << (fork_nest++ & 31);
@@ -679,6 +683,7 @@ reg_atfork_done(void)
 		kq_port_atfork_unlock();
 	fork_took_reg &= ~bit;
 	fork_took_pt &= ~bit;
+	mk_myfork--;
 	if (fork_nest == 0)
 		atomic_store(&mk_fork, 0);
 }
