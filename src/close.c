@@ -136,12 +136,16 @@ kq_retire(int fd, const struct kq_closer *c)
 		 * of kq's that may allocate (kq_retire_later, defer.c), or
 		 * when a system call on the number fails (kq_owned).
 		 */
+		int was = kq_retire_mark(kq);
+
 		r = closer_run(c, fd);
 		e = errno;
 		if (c->op == SYS_close || r >= 0 || fcntl(fd, F_GETFD) < 0)
 			kq_retire_later(kq);	/* takes our reference */
-		else
+		else {
+			kq_retire_unmark(kq, was);
 			kq_release(kq);
+		}
 		errno = e;
 		return r;
 	}
@@ -376,13 +380,15 @@ kq_drop_range(unsigned int first, unsigned int last)
 }
 
 /*
- * After a raw close_range() of [first, last] from a handler inside one of
- * kq's locks: every kqueue the registry still maps in the range goes to
- * be retired later (kq_retire_later), which leaves a number that names
- * its kqueue again (or still) alone.  Closes nothing.
+ * Around a raw close_range() of [first, last] from a handler inside one
+ * of kq's locks: before it (queue 0), every kqueue the registry maps in
+ * the range is marked as closed by kq itself (kq_retire_mark); after it
+ * (queue 1), every one still mapped goes to be retired later
+ * (kq_retire_later), which leaves a number that names its kqueue again
+ * (or still) alone.  Closes nothing.
  */
 static void
-kq_retire_later_range(unsigned int first, unsigned int last)
+kq_retire_later_range(unsigned int first, unsigned int last, int queue)
 {
 	unsigned int i, j;
 
@@ -401,8 +407,14 @@ kq_retire_later_range(unsigned int first, unsigned int last)
 			    atomic_load_explicit(&chunk[j],
 			    memory_order_relaxed) == NULL)
 				continue;
-			if ((kq = kq_registry_acquire((int)fd)) != NULL)
+			if ((kq = kq_registry_acquire((int)fd)) == NULL)
+				continue;
+			if (queue)
 				kq_retire_later(kq);
+			else {
+				(void)kq_retire_mark(kq);
+				kq_release(kq);
+			}
 		}
 	}
 }
@@ -502,8 +514,9 @@ close_range(unsigned int first, unsigned int last, int flags)
 		/* A handler inside one of kq's locks: the range closed raw,
 		   kq's own included, knotes left stale, and the kqueues that
 		   were in it retired later. */
+		kq_retire_later_range(first, last, 0);
 		r = (int)syscall(SYS_close_range, first, last, flags);
-		kq_retire_later_range(first, last);
+		kq_retire_later_range(first, last, 1);
 		kq_closing_leave();
 		return r;
 	}
@@ -525,8 +538,9 @@ closefrom(int lowfd)
 	kq_closing_enter();	/* nothing freed now (defer.c) */
 	if (kq_in_lock()) {
 		/* A handler inside one of kq's locks: as close_range() */
+		kq_retire_later_range((unsigned int)lowfd, ~0U, 0);
 		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
-		kq_retire_later_range((unsigned int)lowfd, ~0U);
+		kq_retire_later_range((unsigned int)lowfd, ~0U, 1);
 		kq_closing_leave();
 		return;
 	}

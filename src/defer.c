@@ -63,8 +63,9 @@ kq_retire_later(struct kqueue *kq)
 {
 	struct kqueue *head;
 
-	if (atomic_exchange_explicit(&kq->kq_retiring, 1,
-	    memory_order_acq_rel) != 0) {
+	if (atomic_fetch_or_explicit(&kq->kq_retiring,
+	    KQ_RET_SELF | KQ_RET_QUEUED, memory_order_acq_rel) &
+	    KQ_RET_QUEUED) {
 		/* Already waiting: the registry's reference and the stack's
 		   outlive this one, so this release frees nothing. */
 		kq_release(kq);
@@ -75,6 +76,28 @@ kq_retire_later(struct kqueue *kq)
 		kq->kq_retnext = head;
 	while (!atomic_compare_exchange_weak_explicit(&kq_hot.retire, &head,
 	    kq, memory_order_release, memory_order_relaxed));
+}
+
+/*
+ * kq's code is about to close the kqueue's number itself, from a handler.
+ * Marked before the close: from then on, a thread that finds the number
+ * closed or reused knows the kqueue's other descriptors are still its own
+ * (kq_kill, kq_registry_drop_old).  Returns the state before, for
+ * kq_retire_unmark when the number was left untouched.  Async-signal-safe.
+ */
+int
+kq_retire_mark(struct kqueue *kq)
+{
+	return atomic_fetch_or_explicit(&kq->kq_retiring, KQ_RET_SELF,
+	    memory_order_acq_rel);
+}
+
+void
+kq_retire_unmark(struct kqueue *kq, int was)
+{
+	if (!(was & KQ_RET_SELF))
+		atomic_fetch_and_explicit(&kq->kq_retiring, ~KQ_RET_SELF,
+		    memory_order_acq_rel);
 }
 
 /*
@@ -94,7 +117,10 @@ reap_retire(struct kqueue *kq)
 		kq_bell_ring(kq);
 	}
 	KQ_UNLOCK(kq);
-	atomic_store_explicit(&kq->kq_retiring, 0, memory_order_release);
+	/* Off the stack, still closed by kq itself: KQ_RET_SELF stays for
+	   the kq_create that takes the number next (kq_registry_drop_old). */
+	atomic_fetch_and_explicit(&kq->kq_retiring, ~KQ_RET_QUEUED,
+	    memory_order_acq_rel);
 	kq_release(kq);
 }
 

@@ -362,10 +362,15 @@ struct kqueue {
 	struct kqueue	*kq_allnext;	/* the list of every live kqueue */
 	struct kqueue	**kq_allprev;	/* (registry.c, under reg_lock) */
 	/* defer.c: closed from a signal handler inside one of kq's locks,
-	   its retirement put off (kq_retire_later). */
+	   its retirement put off (kq_retire_later).  kq_retiring: nonzero
+	   from before kq's own close of the number on (KQ_RET_SELF: its
+	   other descriptors are still its own, not the program's), and
+	   KQ_RET_QUEUED while it waits on the stack. */
 	struct kqueue	*kq_retnext;
 	atomic_int	 kq_retiring;
 };
+#define KQ_RET_SELF	1
+#define KQ_RET_QUEUED	2
 
 /*
  * kq_lock is a one-word futex mutex (Drepper, "Futexes Are Tricky",
@@ -465,6 +470,8 @@ extern struct kq_hot kq_hot;
  * kq_reap() does both; it is called only where kq may allocate anyway.
  */
 void		 kq_free(void *p);
+int		 kq_retire_mark(struct kqueue *kq);
+void		 kq_retire_unmark(struct kqueue *kq, int was);
 void		 kq_retire_later(struct kqueue *kq);
 void		 kq_reap_slow(void);
 

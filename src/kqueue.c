@@ -60,6 +60,7 @@ kq_create(int cloexec, int port)
 	kq->kq_fd = fd;
 	kq->kq_dead = 0;
 	kq->kq_unowned = 0;	/* the object may be a recycled one */
+	atomic_store(&kq->kq_retiring, 0);
 	kq->kq_port = port;
 	kq->kq_alert = NULL;
 	STAILQ_INIT(&kq->kq_head);
