@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "kq_int.h"
+#include "fault.h"
 
 struct kq_grave {
 	struct kq_grave	*g_next;
@@ -43,7 +44,7 @@ kq_free(void *p)
 	if (p == NULL)
 		return;
 	if (__builtin_expect(kq_tls.closing == 0, 1)) {
-		free(p);
+		kq_heap_free(p);
 		return;
 	}
 	head = atomic_load_explicit(&kq_hot.grave, memory_order_relaxed);
@@ -145,6 +146,6 @@ kq_reap_slow(void)
 	    memory_order_acquire);
 	for (; g != NULL; g = gnext) {
 		gnext = g->g_next;
-		free(g);
+		kq_heap_free(g);
 	}
 }

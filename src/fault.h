@@ -18,6 +18,7 @@
 #ifndef KQ_FAULT_H
 #define KQ_FAULT_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -28,12 +29,21 @@
  */
 #define KQ_MINSZ(n)	((size_t)(n) < 16 ? (size_t)16 : (size_t)(n))
 
+/* heap.c: kq's own allocator, which takes no lock (see there). */
+void	*kq_heap_alloc(size_t n);
+void	*kq_heap_zalloc(size_t n);
+void	*kq_heap_realloc(void *p, size_t n);
+void	*kq_heap_aligned(size_t align, size_t n);
+void	 kq_heap_free(void *p);
+
 static inline void *
 kq_callocz(size_t n, size_t s)
 {
-	if (n != 0 && s > SIZE_MAX / n)
-		return calloc(n, s);	/* fails: ENOMEM */
-	return calloc(1, KQ_MINSZ(n * s));
+	if (n != 0 && s > SIZE_MAX / n) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return kq_heap_zalloc(KQ_MINSZ(n * s));
 }
 
 #define KQ_FAULT_ALLOC	0
@@ -55,15 +65,16 @@ kq_fault_null(void)
 }
 
 #define kq_malloc(n) \
-	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : malloc(KQ_MINSZ(n)))
+	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : \
+	    kq_heap_alloc(KQ_MINSZ(n)))
 #define kq_calloc(n, s) \
 	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : kq_callocz(n, s))
 #define kq_realloc(p, n) \
 	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : \
-	    realloc(p, KQ_MINSZ(n)))
+	    kq_heap_realloc(p, KQ_MINSZ(n)))
 #define kq_aligned_alloc(a, n) \
 	(kq_fault_hit(KQ_FAULT_ALLOC) ? kq_fault_null() : \
-	    aligned_alloc(a, KQ_MINSZ(n)))
+	    kq_heap_aligned(a, KQ_MINSZ(n)))
 /* expr creates a descriptor: -1 with EMFILE instead when the fault hits. */
 #define KQ_FDCALL(expr) \
 	(kq_fault_hit(KQ_FAULT_FD) ? (errno = EMFILE, -1) : (expr))
@@ -74,10 +85,10 @@ kq_fault_null(void)
 		return -EINTR; \
 } while (0)
 #else
-#define kq_malloc(n)		malloc(KQ_MINSZ(n))
+#define kq_malloc(n)		kq_heap_alloc(KQ_MINSZ(n))
 #define kq_calloc(n, s)		kq_callocz(n, s)
-#define kq_realloc(p, n)	realloc(p, KQ_MINSZ(n))
-#define kq_aligned_alloc(a, n)	aligned_alloc(a, KQ_MINSZ(n))
+#define kq_realloc(p, n)	kq_heap_realloc(p, KQ_MINSZ(n))
+#define kq_aligned_alloc(a, n)	kq_heap_aligned(a, KQ_MINSZ(n))
 #define KQ_FDCALL(expr)		(expr)
 #define KQ_FAULT_WAIT()		((void)0)
 #endif

@@ -99,6 +99,41 @@ cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Heap sort of n ints, in place.  Not qsort(): the C library's may call
+ * malloc() for a large array, and this runs with kq_lock held (heap.c
+ * says why kq never waits in malloc() with a lock held).
+ */
+static void
+sort_ints(int *a, size_t n)
+{
+	size_t i, end, root, child;
+	int t;
+
+	for (i = n / 2; n > 1; ) {
+		if (i > 0) {
+			root = --i;		/* building the heap */
+			end = n;
+		} else {
+			t = a[0];		/* the largest goes last */
+			a[0] = a[--n];
+			a[n] = t;
+			root = 0;
+			end = n;
+		}
+		while ((child = 2 * root + 1) < end) {
+			if (child + 1 < end && a[child + 1] > a[child])
+				child++;
+			if (a[root] >= a[child])
+				break;
+			t = a[root];
+			a[root] = a[child];
+			a[child] = t;
+			root = child;
+		}
+	}
+}
+
 /* Re-read the mount ids from the mountinfo descriptor fd. */
 static void
 mounts_read(int fd, struct vn_mounts *m)
@@ -151,7 +186,7 @@ mounts_read(int fd, struct vn_mounts *m)
 		p = nl + 1;
 	}
 	if (m->m_n > 0)
-		qsort(m->m_ids, m->m_n, sizeof(*m->m_ids), cmp_int);
+		sort_ints(m->m_ids, (size_t)m->m_n);
 out:
 	kq_free(buf);
 }

@@ -18,7 +18,9 @@
 #include "fault.h"
 
 #define KQEXTENT	256		/* fd table growth step */
-#define KN_SLAB		4096		/* bytes per knote cache block */
+#define KN_SLAB		3968		/* bytes per knote cache block: with its
+				   alignment and header, a 4 KiB block
+				   of heap.c */
 #define KN_STRIDE	64		/* a cached knote per cache line */
 #define KN_HASHMIN	64
 

@@ -49,6 +49,17 @@ void	__gcov_dump(void);
 #ifndef T_TSAN
 #define T_TSAN 0
 #endif
+/* T_SAN: 1 under any sanitizer (its allocator keeps freed memory). */
+#if T_TSAN || defined(__SANITIZE_ADDRESS__)
+#define T_SAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define T_SAN 1
+#endif
+#endif
+#ifndef T_SAN
+#define T_SAN 0
+#endif
 
 /* CPU time of the calling thread, in nanoseconds (a wait that spins). */
 static inline int64_t
