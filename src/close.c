@@ -445,9 +445,10 @@ kq_close_gaps(unsigned int first, unsigned int last, int flags)
 	int heldfd[KQ_OWNMAX];
 	unsigned int lo = first;
 	int i, r = 0, nheld, done = 0;
+	uint64_t mask;
 
 	while (!done) {
-		kq_mkfd_exclude();
+		mask = kq_mkfd_exclude();
 		kq_reg_lock();
 		/* The next batch of kq's own and kqueue numbers, all above
 		   the last closed. */
@@ -483,7 +484,7 @@ kq_close_gaps(unsigned int first, unsigned int last, int flags)
 			done = 1;
 		}
 		kq_reg_unlock();
-		kq_mkfd_allow();
+		kq_mkfd_allow(mask);
 		for (i = 0; i < nheld; i++) {
 			if (r == 0)
 				(void)kq_retire_kq(held[i], heldfd[i], &c, 1);

@@ -28,7 +28,9 @@
  * is taken.  It is never taken by kevent() on the hot path.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -347,12 +349,15 @@ kq_registry_internal(int fd, const struct kqueue *self)
  *
  * With reg_lock held and the makers shut out (kq_mkfd_exclude): no kqueue
  * makes, claims, releases or closes one of those then -- the makers wait,
- * kq_create and kq_destroy need reg_lock -- so a number found stays kq's
- * until the caller lets go.  Reads no kqueue's lock (a maker waiting at
- * the gate may hold it); the bitmaps change atomically and are freed only
- * under reg_lock (kq_intfd_claim, kq_intfd_free).  Sources of a kqueue
- * being destroyed count too: it leaves kq_all only after closing them,
- * under reg_lock.  One pass over the kqueues.
+ * kq_create needs reg_lock, and kq_destroy closes its sources in a maker
+ * section -- so a number found stays kq's until the caller lets go (when
+ * a section outlasts the exclusion's patience, 1 s, the closer goes on
+ * regardless and may miss or close one: the worst case, not the rule).
+ * Reads no kqueue's lock (a maker waiting at the gate may hold it); the
+ * bitmaps change atomically and are freed only under reg_lock
+ * (kq_intfd_claim, kq_intfd_free).  Sources of a kqueue being destroyed
+ * count too until its section has closed them.  One pass over the
+ * kqueues.
  */
 void
 kq_registry_own_fds_locked(struct kq_own *o)
@@ -541,9 +546,10 @@ static _Atomic int mk_inside;		/* threads in a maker section */
 static _Atomic int mk_fork;		/* a fork() waits or is under way */
 static _Atomic int mk_closing;		/* closefrom()s in their window */
 static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
-/* fork()s of this thread under way: a section a handler opens on the
-   thread while its fork drains the others must not wait for that fork. */
-static _Thread_local int mk_myfork __attribute__((tls_model("initial-exec")));
+/* Each fork level's signal mask before its prepare (mk_block_signals). */
+#define MK_MASKS	8
+static _Thread_local uint64_t mk_forkmask[MK_MASKS]
+    __attribute__((tls_model("initial-exec")));
 
 /*
  * Neither side waits for the other for ever.  A section is a few system
@@ -602,6 +608,48 @@ mk_shut(void)
 }
 
 /*
+ * Every signal blocked on this thread (the C library keeps its own two
+ * open); returns the mask before, signals 1 to 64 as bits 0 to 63.
+ *
+ * A fork() or a closefrom() that waits for the maker sections under way
+ * does so with the signals of its thread blocked.  A handler run on it
+ * meanwhile could wait for a kqueue's lock (close() of a watched
+ * descriptor) held by a thread that waits at the gate for this very
+ * fork or closefrom: each such section cost the whole patience, and one
+ * fork stalled 5 to 12 s (attack helper 15).
+ */
+static uint64_t
+mk_block_signals(void)
+{
+	sigset_t all, old;
+	uint64_t m = 0;
+	int sig;
+
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_BLOCK, &all, &old) != 0)
+		return UINT64_MAX;	/* nothing to restore */
+	for (sig = 1; sig <= 64; sig++)
+		if (sigismember(&old, sig) == 1)
+			m |= UINT64_C(1) << (sig - 1);
+	return m;
+}
+
+static void
+mk_restore_signals(uint64_t m)
+{
+	sigset_t set;
+	int sig;
+
+	if (m == UINT64_MAX)
+		return;
+	sigemptyset(&set);
+	for (sig = 1; sig <= 64; sig++)
+		if (m & (UINT64_C(1) << (sig - 1)))
+			(void)sigaddset(&set, sig);	/* EINVAL: libc's own */
+	(void)pthread_sigmask(SIG_SETMASK, &set, NULL);
+}
+
+/*
  * closefrom() and close_range() (close.c) between their look at kq's own
  * descriptors and their close_range() calls: no maker section may run
  * then, or a descriptor made (or released and closed, its number reused)
@@ -614,17 +662,22 @@ mk_shut(void)
  * close descriptors) and no kqueue's lock, so a maker waiting at the
  * gate with its kqueue's lock held delays it nothing.
  */
-void
+uint64_t
 kq_mkfd_exclude(void)
 {
+	uint64_t m = mk_block_signals();
+
 	atomic_fetch_add(&mk_closing, 1);
 	mk_drain();
+	return m;
 }
 
+/* The end of the window; m is what kq_mkfd_exclude returned. */
 void
-kq_mkfd_allow(void)
+kq_mkfd_allow(uint64_t m)
 {
 	atomic_fetch_sub(&mk_closing, 1);
+	mk_restore_signals(m);
 }
 
 void
@@ -636,10 +689,10 @@ kq_mkfd_begin(void)
 		return;
 	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mk_cancel);
 	for (;;) {
-		while (mk_shut() && mk_myfork == 0 && !mk_impatient(&t0))
+		while (mk_shut() && !mk_impatient(&t0))
 			sched_yield();
 		atomic_fetch_add(&mk_inside, 1);
-		if (!mk_shut() || mk_myfork != 0 || mk_impatient(&t0))
+		if (!mk_shut() || mk_impatient(&t0))
 			return;
 		atomic_fetch_sub(&mk_inside, 1);	/* let the fork go first */
 	}
@@ -657,9 +710,11 @@ kq_mkfd_end(void)
 static void
 reg_atfork_prepare(void)
 {
+	uint64_t m = mk_block_signals();	/* see mk_block_signals */
 	unsigned bit;
 
-	mk_myfork++;
+	if (fork_nest < MK_MASKS)
+		mk_forkmask[fork_nest] = m;
 	atomic_store(&mk_fork, 1);
 	mk_drain();
 	bit = 1u << (fork_nest++ & 31);
@@ -683,9 +738,10 @@ reg_atfork_done(void)
 		kq_port_atfork_unlock();
 	fork_took_reg &= ~bit;
 	fork_took_pt &= ~bit;
-	mk_myfork--;
 	if (fork_nest == 0)
 		atomic_store(&mk_fork, 0);
+	if (fork_nest < MK_MASKS)
+		mk_restore_signals(mk_forkmask[fork_nest]);
 }
 
 static void
