@@ -15,107 +15,17 @@
  *     95b9b39).  Exit 4;
  *   - no hang (exit 2) and no descriptor left in the parent (exit 1).
  */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/event.h>
 #include <sys/syscall.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/wait.h>
 
-#define NTHR	4
+#include "churn.h"
 
-static _Atomic int slot[NTHR];
-static atomic_int stop, made, hclosed, forks, badchild, slowfork;
-static char path[64];
-static pid_t child;
+static atomic_int forks, badchild, slowfork;
 
+/* The handler's closer: close_range() of the one number. */
 static int
-nfds(void)
+close_one(int k)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;	/* opendir's own */
-}
-
-static void
-on_alarm(int s)
-{
-	int e = errno;
-
-	(void)s;
-	for (int i = 0; i < NTHR; i++) {
-		int k = atomic_exchange(&slot[i], -1);
-
-		if (k >= 0 && close_range((unsigned)k, (unsigned)k, 0) == 0)
-			hclosed++;
-	}
-	errno = e;
-}
-
-/* A kqueue with READ, WRITE, VNODE, PROC, SIGNAL, TIMER, USER and EMPTY
-   knotes, their descriptors closed again (dropping the fd knotes). */
-static int
-make_kqueue(void)
-{
-	int kq = kqueue(), p[2], s[2], vf, n = 0;
-	struct kevent ch[8];
-
-	if (kq < 0 || pipe(p) != 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, s))
-		exit(3);
-	if ((vf = open(path, O_RDONLY)) < 0)
-		exit(3);
-	EV_SET(&ch[n++], p[0], EVFILT_READ, EV_ADD, 0, 0, 0);
-	EV_SET(&ch[n++], p[1], EVFILT_WRITE, EV_ADD, 0, 0, 0);
-	EV_SET(&ch[n++], vf, EVFILT_VNODE, EV_ADD | EV_CLEAR, NOTE_WRITE, 0, 0);
-	EV_SET(&ch[n++], child, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0, 0);
-	EV_SET(&ch[n++], SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, 0);
-	EV_SET(&ch[n++], 1, EVFILT_TIMER, EV_ADD, 0, 1, 0);
-	EV_SET(&ch[n++], 2, EVFILT_USER, EV_ADD, 0, 0, 0);
-	EV_SET(&ch[n++], s[0], EVFILT_EMPTY, EV_ADD, 0, 0, 0);
-	(void)kevent(kq, ch, n, NULL, 0, NULL);
-	close(p[0]);
-	close(p[1]);
-	close(s[0]);
-	close(s[1]);
-	close(vf);
-	return kq;
-}
-
-static void *
-worker(void *a)
-{
-	long id = (long)a;
-	struct kevent out[8], c;
-	struct timespec ts = { 0, 200000 };
-
-	while (!stop) {
-		int k = make_kqueue(), old;
-
-		made++;
-		if ((old = atomic_exchange(&slot[id], k)) >= 0)
-			close(old);
-		for (int j = 0; j < 20; j++) {
-			EV_SET(&c, 2, EVFILT_USER, 0, NOTE_TRIGGER, 0, 0);
-			(void)kevent(k, &c, 1, out, 8, &ts);
-		}
-	}
-	return NULL;
+	return close_range((unsigned)k, (unsigned)k, 0);
 }
 
 /* In the child: 1 if a descriptor of a kqueue's kinds is open. */
@@ -172,84 +82,16 @@ forker(void *a)
 	return NULL;
 }
 
-/* SIGALRM blocked here: a sleep the signal cut short would misjudge. */
-static void *
-watchdog(void *a)
-{
-	int last = -1;
-	struct timespec t = { 10, 0 };
-
-	(void)a;
-	while (!stop) {
-		while (nanosleep(&t, &t) != 0 && errno == EINTR)
-			;
-		t.tv_sec = 10;
-		if (!stop && made == last) {
-			printf("a17: HANG: no kqueue made in 10 s (%d made)\n",
-			    last);
-			fflush(stdout);
-			_exit(2);
-		}
-		last = made;
-	}
-	return NULL;
-}
-
 int
 main(int argc, char **argv)
 {
-	struct itimerval it = { { 0, 300 }, { 0, 300 } }, off;
-	struct sigaction sa;
-	pthread_t t[NTHR], wd, fk;
-	sigset_t alrm;
-	int base, after, kq0, seconds = argc > 1 ? atoi(argv[1]) : 5;
-	struct kevent c;
-	time_t end;
+	pthread_t fk;
+	int base, after;
 
-	signal(SIGUSR1, SIG_IGN);
-	snprintf(path, sizeof(path), "/tmp/kq-a17.%d", (int)getpid());
-	close(open(path, O_CREAT | O_RDWR, 0600));
-	if ((child = fork()) == 0) {
-		pause();
-		_exit(0);
-	}
-	for (int i = 0; i < NTHR; i++)
-		slot[i] = -1;
-	/* The shared signal descriptor, made once for the process. */
-	kq0 = kqueue();
-	EV_SET(&c, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, 0);
-	(void)kevent(kq0, &c, 1, NULL, 0, NULL);
-	close(kq0);
-	base = nfds();
-	sigemptyset(&alrm);
-	sigaddset(&alrm, SIGALRM);
-	pthread_sigmask(SIG_BLOCK, &alrm, NULL);
-	pthread_create(&wd, NULL, watchdog, NULL);
-	pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, NULL);
-	setitimer(ITIMER_REAL, &it, NULL);
-	for (long i = 0; i < NTHR; i++)
-		pthread_create(&t[i], NULL, worker, (void *)i);
+	base = churn_begin("a17", close_one);
 	pthread_create(&fk, NULL, forker, NULL);
-	end = time(NULL) + seconds;
-	while (time(NULL) < end)
-		usleep(100000);
-	stop = 1;
-	for (int i = 0; i < NTHR; i++)
-		pthread_join(t[i], NULL);
+	after = churn_end(argc > 1 ? atoi(argv[1]) : 5);
 	pthread_join(fk, NULL);
-	memset(&off, 0, sizeof(off));
-	setitimer(ITIMER_REAL, &off, NULL);
-	for (int i = 0; i < NTHR; i++)
-		if (slot[i] >= 0)
-			close(slot[i]);
-	close(kqueue());	/* reaps the retirements handlers put off */
-	after = nfds();
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
-	unlink(path);
 	printf("a17: %d kqueues made, %d closed in the handler, %d forks "
 	    "(%d children with a kqueue's descriptor, %d forks over 3 s); "
 	    "descriptors %d before, %d after\n", (int)made, (int)hclosed,
