@@ -445,10 +445,9 @@ kq_close_gaps(unsigned int first, unsigned int last, int flags)
 	int heldfd[KQ_OWNMAX];
 	unsigned int lo = first;
 	int i, r = 0, nheld, done = 0;
-	uint64_t mask;
 
 	while (!done) {
-		mask = kq_mkfd_exclude();
+		kq_mkfd_exclude();
 		kq_reg_lock();
 		/* The next batch of kq's own and kqueue numbers, all above
 		   the last closed. */
@@ -484,7 +483,7 @@ kq_close_gaps(unsigned int first, unsigned int last, int flags)
 			done = 1;
 		}
 		kq_reg_unlock();
-		kq_mkfd_allow(mask);
+		kq_mkfd_allow();
 		for (i = 0; i < nheld; i++) {
 			if (r == 0)
 				(void)kq_retire_kq(held[i], heldfd[i], &c, 1);

@@ -638,8 +638,8 @@ void		 kq_reg_unlock(void);
 /* Around making an internal descriptor and claiming it (registry.c). */
 void		 kq_mkfd_begin(void);
 void		 kq_mkfd_end(void);
-uint64_t	 kq_mkfd_exclude(void);
-void		 kq_mkfd_allow(uint64_t mask);
+void		 kq_mkfd_exclude(void);
+void		 kq_mkfd_allow(void);
 /* A vfork() child, whose memory (and kqueues) is its parent's? */
 int		 kq_vforked(void);
 /* port.c's part of the fork handlers, called from registry.c's. */

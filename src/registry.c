@@ -28,9 +28,7 @@
  * is taken.  It is never taken by kevent() on the hot path.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -546,10 +544,6 @@ static _Atomic int mk_inside;		/* threads in a maker section */
 static _Atomic int mk_fork;		/* a fork() waits or is under way */
 static _Atomic int mk_closing;		/* closefrom()s in their window */
 static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
-/* Each fork level's signal mask before its prepare (mk_block_signals). */
-#define MK_MASKS	8
-static _Thread_local uint64_t mk_forkmask[MK_MASKS]
-    __attribute__((tls_model("initial-exec")));
 
 /*
  * Neither side waits for the other for ever.  A section is a few system
@@ -595,9 +589,26 @@ mk_drain(void)
 {
 	int64_t t0 = 0;
 
-	if (!kq_in_lock() && mk_depth == 0)
-		while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
-			sched_yield();
+	if (kq_in_lock() || mk_depth != 0)
+		return;
+	/*
+	 * Counted as inside one of kq's locks meanwhile (kq_tls_enter),
+	 * though it holds none: a signal handler run here that closes a
+	 * kqueue or a watched descriptor then closes the number only and
+	 * leaves the rest for later (close.c), as inside a lock, instead of
+	 * waiting for a kqueue's lock held by a thread that waits at the
+	 * gate for this very fork or closefrom -- each such section cost
+	 * the whole patience, and one fork stalled 5 to 12 s (attack helper
+	 * 15).  The signals stay deliverable: a program that stops its
+	 * threads with a signal and waits for each to answer (a collector,
+	 * a profiler) is answered (attack helper 16: blocking them made
+	 * every such stop wait out a section's patience, and a fork or a
+	 * closefrom that then waited for reg_lock with them blocked hung).
+	 */
+	kq_tls_enter();
+	while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
+		sched_yield();
+	kq_tls_leave();
 }
 
 /* Must a maker section wait (a fork, or a closefrom's window)? */
@@ -605,48 +616,6 @@ static int
 mk_shut(void)
 {
 	return atomic_load(&mk_fork) || atomic_load(&mk_closing);
-}
-
-/*
- * Every signal blocked on this thread (the C library keeps its own two
- * open); returns the mask before, signals 1 to 64 as bits 0 to 63.
- *
- * A fork() or a closefrom() that waits for the maker sections under way
- * does so with the signals of its thread blocked.  A handler run on it
- * meanwhile could wait for a kqueue's lock (close() of a watched
- * descriptor) held by a thread that waits at the gate for this very
- * fork or closefrom: each such section cost the whole patience, and one
- * fork stalled 5 to 12 s (attack helper 15).
- */
-static uint64_t
-mk_block_signals(void)
-{
-	sigset_t all, old;
-	uint64_t m = 0;
-	int sig;
-
-	sigfillset(&all);
-	if (pthread_sigmask(SIG_BLOCK, &all, &old) != 0)
-		return UINT64_MAX;	/* nothing to restore */
-	for (sig = 1; sig <= 64; sig++)
-		if (sigismember(&old, sig) == 1)
-			m |= UINT64_C(1) << (sig - 1);
-	return m;
-}
-
-static void
-mk_restore_signals(uint64_t m)
-{
-	sigset_t set;
-	int sig;
-
-	if (m == UINT64_MAX)
-		return;
-	sigemptyset(&set);
-	for (sig = 1; sig <= 64; sig++)
-		if (m & (UINT64_C(1) << (sig - 1)))
-			(void)sigaddset(&set, sig);	/* EINVAL: libc's own */
-	(void)pthread_sigmask(SIG_SETMASK, &set, NULL);
 }
 
 /*
@@ -662,22 +631,17 @@ mk_restore_signals(uint64_t m)
  * close descriptors) and no kqueue's lock, so a maker waiting at the
  * gate with its kqueue's lock held delays it nothing.
  */
-uint64_t
+void
 kq_mkfd_exclude(void)
 {
-	uint64_t m = mk_block_signals();
-
 	atomic_fetch_add(&mk_closing, 1);
 	mk_drain();
-	return m;
 }
 
-/* The end of the window; m is what kq_mkfd_exclude returned. */
 void
-kq_mkfd_allow(uint64_t m)
+kq_mkfd_allow(void)
 {
 	atomic_fetch_sub(&mk_closing, 1);
-	mk_restore_signals(m);
 }
 
 void
@@ -710,11 +674,8 @@ kq_mkfd_end(void)
 static void
 reg_atfork_prepare(void)
 {
-	uint64_t m = mk_block_signals();	/* see mk_block_signals */
 	unsigned bit;
 
-	if (fork_nest < MK_MASKS)
-		mk_forkmask[fork_nest] = m;
 	atomic_store(&mk_fork, 1);
 	mk_drain();
 	bit = 1u << (fork_nest++ & 31);
@@ -740,8 +701,6 @@ reg_atfork_done(void)
 	fork_took_pt &= ~bit;
 	if (fork_nest == 0)
 		atomic_store(&mk_fork, 0);
-	if (fork_nest < MK_MASKS)
-		mk_restore_signals(mk_forkmask[fork_nest]);
 }
 
 static void
