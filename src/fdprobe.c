@@ -119,6 +119,50 @@ epoll_holds(int epfd, int fd)
 }
 
 /*
+ * Does a descriptor of this process other than fd and except hold fd's
+ * open file?  1 yes, or cannot tell (no /proc, kcmp refused); 0 no.  For
+ * a fork child, which must not close a number that may be the program's:
+ * raw system calls only.
+ */
+int
+fd_file_shared(int fd, int except)
+{
+	char buf[2048];
+	pid_t pid = (pid_t)syscall(SYS_getpid);
+	int d, shared = 0;
+	long n = 0, o, r;
+
+	d = kq_nc_open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return 1;
+	while (!shared &&
+	    (n = syscall(SYS_getdents64, d, buf, sizeof(buf))) > 0)
+		for (o = 0; o < n && !shared; ) {
+			/* struct linux_dirent64: d_reclen at 16, d_name
+			   at 19 */
+			const char *name = buf + o + 19;
+			unsigned short reclen;
+			int k = 0;
+
+			memcpy(&reclen, buf + o + 16, sizeof(reclen));
+			o += reclen;
+			if (*name < '0' || *name > '9')
+				continue;
+			for (; *name >= '0' && *name <= '9'; name++)
+				k = k * 10 + (*name - '0');
+			if (k == fd || k == except || k == d)
+				continue;
+			r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, fd, k);
+			if (r == 0 || (r < 0 && errno != EBADF))
+				shared = 1;
+		}
+	if (n < 0)
+		shared = 1;
+	kq_close_raw(d);
+	return shared;
+}
+
+/*
  * Does number fd, which kq claims (kq_intfd), still hold the file kq put
  * there?  Its internal descriptors are registered in its set under their
  * numbers, and kq_waitfd is the set itself.  1 yes or cannot tell (kcmp

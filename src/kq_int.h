@@ -685,6 +685,7 @@ int		 epoll_holds(int epfd, int fd);
 int		 kq_holds_number(const struct kqueue *kq, int fd);
 int		 epoll_probe(int epfd, int fd, int *foreign);
 int		 fd_same_file(int a, int b);
+int		 fd_file_shared(int fd, int except);
 int		 fd_poll(int fd, short events);
 size_t		 kq_read_proc(const char *path, char *buf, size_t size);
 int		 fd_info_field(int fd, const char *key, int base,

@@ -714,7 +714,7 @@ reg_atfork_child(void)
 {
 	struct kqueue *kq, *next;
 	uint64_t b;
-	int i, j, k;
+	int i, j, k, self;
 
 	for (i = 0; i < REG_TOP; i++) {
 		_Atomic(struct kqueue *) *chunk = atomic_load(&kq_reg_top[i]);
@@ -740,21 +740,30 @@ reg_atfork_child(void)
 		 * file.  It is unusable in the child (EBADF, orphan).
 		 */
 		/*
-		 * A dead kqueue's number too while it holds the kqueue's own
-		 * set: fork() copies the descriptor table before the memory,
-		 * so a number a signal handler closed raw meanwhile (close.c,
-		 * kq_in_lock: no reg_lock to wait for) is open here while
-		 * the memory already says the kqueue died (attack helper 15:
-		 * 1 child in about 100 kept a kqueue's epoll descriptor).
-		 * Nothing in the child has opened a number since.
+		 * The number of a kqueue kq closed from a signal handler
+		 * (KQ_RET_SELF: close.c's path inside one of kq's locks,
+		 * which cannot wait for reg_lock) too, dead or not, while
+		 * it holds the kqueue's set: fork() copies the descriptor
+		 * table before the memory, so a number closed in between
+		 * is open here while the memory says the kqueue died (a17:
+		 * a child in 5 runs of 8 kept a kqueue's epoll descriptor).
+		 * But only if no other descriptor shares that file (the
+		 * kqueue's own duplicate aside): the program may have
+		 * dup()ed the kqueue and put the duplicate at the freed
+		 * number, and that one is the program's (attack helper 16).
+		 * A kqueue closed through kq otherwise died under reg_lock
+		 * with its number: nothing to close.
 		 */
-		if (!kq->kq_port && kq->kq_fd >= 0 && kq_owned_number(kq)) {
+		self = atomic_load(&kq->kq_retiring) & KQ_RET_SELF;
+		if (!kq->kq_port && kq->kq_fd >= 0 &&
+		    (self || !kq->kq_dead) && kq_owned_number(kq) &&
+		    (!self || !fd_file_shared(kq->kq_fd, kq->kq_waitfd))) {
 			kq_close_raw(kq->kq_fd);
 			kq->kq_fd = -1;
 		} else if (kq->kq_dead)
 			kq->kq_fd = -1;
 		/* Its sources (claims already dropped by a destruction in
-		   progress: kq_destroy closes them under reg_lock), then
+		   progress: kq_destroy closes them in a maker section), then
 		   every descriptor it claims: its knotes' own (pidfds ...).
 		   A number closed twice is only refused the second time:
 		   nothing in the child has opened one since. */
