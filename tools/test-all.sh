@@ -90,8 +90,11 @@ step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $
 # atomic holds: __tsan::SlotLock under reg_atfork_prepare), so it too runs
 # in the plain and ASan builds only.  a16 and a17 close kqueues from a
 # SIGALRM handler as a14 does (with four threads; a17 forks beside), and are
-# left out for a14's reason.
-step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP='a9_kq_churn a14_close_in_handler a15_fork_in_handler a16_handler_close_churn a17_fork_handler_close_churn' tools/attack-run.sh build-tsan clang -fsanitize=thread | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+# left out for a14's reason.  a18 stops threads with a signal whose handler
+# waits to be resumed: TSan delivers it only at its own interception points,
+# which a thread sleeping in one of kq's raw futex waits never reaches, so
+# the stop never completes there (plain and ASan only).
+step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP='a9_kq_churn a14_close_in_handler a15_fork_in_handler a16_handler_close_churn a17_fork_handler_close_churn a18_stop_the_world' tools/attack-run.sh build-tsan clang -fsanitize=thread | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
