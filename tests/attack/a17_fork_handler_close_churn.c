@@ -6,8 +6,10 @@
  *   - no fork stalls: a handler on the forking thread that waited for a
  *     kqueue's lock held by a thread waiting at the maker gate for that
  *     very fork cost the gate's whole patience per section (one fork took
- *     5 to 12 s in 15 of 16 runs before c14bdaf).  Exit 5 if one takes
- *     more than 3 s;
+ *     5 to 12 s in 15 of 16 runs before c14bdaf: several sections' 1 s
+ *     stacked).  Exit 5 if one takes more than 5 s (one section's 1 s,
+ *     plus the kernel under a sanitizer, is not that bug: a CI run under
+ *     ASan once saw a fork over 3 s; the longest is printed);
  *   - no child inherits a kqueue's epoll descriptor, timerfd, pidfd or
  *     inotify descriptor: fork() copies the descriptor table before the
  *     memory, and a number the handler closed in between was left open in
@@ -20,6 +22,7 @@
 #include "churn.h"
 
 static atomic_int forks, badchild, slowfork;
+static double maxfork;	/* seconds, the longest fork() */
 
 /* The handler's closer: close_range() of the one number. */
 static int
@@ -63,6 +66,7 @@ forker(void *a)
 	(void)a;
 	while (!stop) {
 		struct timespec t0, t1;
+		double dt;
 		pid_t p;
 		int st;
 
@@ -70,7 +74,10 @@ forker(void *a)
 		if ((p = fork()) == 0)
 			_exit(child_has_kq_fds() ? 4 : 0);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9 > 3)
+		dt = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (dt > maxfork)
+			maxfork = dt;
+		if (dt > 5)
 			slowfork++;
 		while (waitpid(p, &st, 0) < 0 && errno == EINTR)
 			;
@@ -93,8 +100,9 @@ main(int argc, char **argv)
 	after = churn_end(argc > 1 ? atoi(argv[1]) : 5);
 	pthread_join(fk, NULL);
 	printf("a17: %d kqueues made, %d closed in the handler, %d forks "
-	    "(%d children with a kqueue's descriptor, %d forks over 3 s); "
-	    "descriptors %d before, %d after\n", (int)made, (int)hclosed,
-	    (int)forks, (int)badchild, (int)slowfork, base, after);
+	    "(%d children with a kqueue's descriptor, %d forks over 5 s, the "
+	    "longest %.3f s); descriptors %d before, %d after\n", (int)made,
+	    (int)hclosed, (int)forks, (int)badchild, (int)slowfork, maxfork,
+	    base, after);
 	return after != base ? 1 : badchild ? 4 : slowfork ? 5 : 0;
 }
