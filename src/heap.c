@@ -295,12 +295,14 @@ kq_heap_free(void *p)
 	heap_push(c, b->h_off, (char *)b);
 }
 
-/* The usable size of block p. */
+/* The usable size of block p (of an aligned one: from p on). */
 static size_t
 heap_usable(void *p)
 {
 	struct heap_hdr *b = heap_hdr(p);
 
+	if (b->h_class == HEAP_ALIGNED)
+		return heap_usable((char *)p - b->h_off) - b->h_off;
 	if (b->h_class == HEAP_LARGE)
 		return (size_t)b->h_len * 4096 - HEAP_HDR;
 	return ((size_t)1 << (HEAP_MINSHIFT + b->h_class)) - HEAP_HDR;
@@ -316,21 +318,9 @@ kq_heap_realloc(void *p, size_t n)
 	if (p == NULL)
 		return kq_heap_alloc(n);
 	b = heap_hdr(p);
-	if (b->h_class == HEAP_ALIGNED) {
-		/* Moved to a plain block unless it fits where it is. */
-		have = heap_usable((char *)p - b->h_off) - b->h_off;
-		if (n <= have) {
-			HEAP_UNPOISON(p, n);
-			return p;
-		}
-		if ((q = kq_heap_alloc(n)) == NULL)
-			return NULL;
-		HEAP_UNPOISON(p, have);	/* past what was asked: copied */
-		memcpy(q, p, have);
-		kq_heap_free(p);
-		return q;
-	}
 	have = heap_usable(p);
+	/* In place if it fits (a mapping unless it shrinks by half); an
+	   aligned block that does not fit moves to a plain one. */
 	if (n <= have && (b->h_class != HEAP_LARGE || n > have / 2)) {
 		HEAP_UNPOISON(p, n);
 		return p;
@@ -354,7 +344,7 @@ kq_heap_realloc(void *p, size_t n)
 	}
 	if ((q = kq_heap_alloc(n)) == NULL)
 		return NULL;
-	HEAP_UNPOISON(p, have);
+	HEAP_UNPOISON(p, have);	/* past what was asked: copied */
 	memcpy(q, p, n < have ? n : have);
 	kq_heap_free(p);
 	return q;
