@@ -34,6 +34,9 @@ set -u
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 status=0 tp=0 tf=0
+# CI keeps only the tail of the output: every failed step and the lines that
+# name what failed in it are gathered here and printed again before "total".
+failures=$(mktemp) cur=""
 
 sum() {	# parse "[name: ]N passed, N failed[, N skipped]" from a log
 	local line
@@ -42,13 +45,20 @@ sum() {	# parse "[name: ]N passed, N failed[, N skipped]" from a log
 	[ -n "$line" ] || line="0 passed, 1 failed"
 	tp=$((tp + $(echo "$line" | cut -d' ' -f1)))
 	tf=$((tf + $(echo "$line" | cut -d' ' -f3 | tr -d ,)))
+	if [ "$(echo "$line" | cut -d' ' -f3 | tr -d ,)" != 0 ]; then
+		{ echo "--- $cur: $line"
+		  grep -E 'FAIL|not ok|ERROR|failing tests|^  [a-z]' "$1" | grep -v ' 0 failed' | head -30
+		} >>"$failures"
+	fi
 }
 
 step() {	# name, command...
 	local name=$1; shift
+	cur=$name
 	echo "=== $name"
 	if ! "$@"; then
 		echo "=== $name: FAILED"
+		echo "--- step failed: $name" >>"$failures"
 		status=1
 	fi
 }
@@ -108,5 +118,10 @@ step "lighttpd make check on its kqueue handler and stat cache over kq (vs linux
 step "kqbench httpd scenario at tiny size (lighttpd: poll, linux-sysepoll, kqueue over kq; httperf)" bash -c "tools/httpd-smoke.sh </dev/null | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "README compatibility table = this run's results" bash -c "tools/compat-table.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 rm -f "$log"
+if [ -s "$failures" ]; then
+	echo "=== what failed (repeated from above)"
+	cat "$failures"
+fi
+rm -f "$failures"
 echo "total: $tp passed, $tf failed"
 [ $status -eq 0 ] && [ $tf -eq 0 ]
