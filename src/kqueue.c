@@ -128,6 +128,30 @@ kqueue1(int flags)
  * more and no system call may touch it: only internal descriptors are
  * closed.
  */
+/*
+ * The two files whose release can be slow -- the inotify instance (its
+ * marks are destroyed, waiting for an RCU grace period) and the epoll set
+ * (every watch unlinked; kq_fd was its other reference) -- are released
+ * here, outside the maker section: a duplicate of the doorbell is put over
+ * each number (dup3 drops the file's last reference, and the release runs
+ * as the call returns), so the numbers stay claimed and open and the
+ * section only closes duplicates of an eventfd.  A dup3 that fails leaves
+ * the file for the section to close.
+ */
+static void
+kq_destroy_files(struct kqueue *kq)
+{
+	const struct kqsrc *bell = &kq->kq_src[KQ_SRC_BELL],
+	    *ino = &kq->kq_src[KQ_SRC_INOTIFY];
+
+	if (kq->kq_unowned || bell->ks_ready == NULL || bell->ks_fd < 0)
+		return;
+	if (ino->ks_ready != NULL)
+		(void)kq_dup3_raw(bell->ks_fd, ino->ks_fd, O_CLOEXEC);
+	if (kq->kq_waitfd >= 0)
+		(void)kq_dup3_raw(bell->ks_fd, kq->kq_waitfd, O_CLOEXEC);
+}
+
 void
 kq_destroy(struct kqueue *kq)
 {
@@ -144,7 +168,12 @@ kq_destroy(struct kqueue *kq)
 	 * its marks to be destroyed (from a quarter of a millisecond to
 	 * seconds when many go at once), and every kqueue(), and every
 	 * close() of a watched descriptor, would wait behind it.
+	 *
+	 * Nor inside the section, where a fork() waits for it (up to the
+	 * gate's patience, 1 s: a17 saw one fork take 1.001 s): those
+	 * files are released first (kq_destroy_files).
 	 */
+	kq_destroy_files(kq);
 	kq_mkfd_begin();
 	for (s = 0; s < KQ_NSRC; s++) {
 		if (kq->kq_src[s].ks_fini != NULL)
