@@ -643,8 +643,6 @@ void		 kq_mkfd_allow(void);
 /* A vfork() child, whose memory (and kqueues) is its parent's? */
 int		 kq_vforked(void);
 /* port.c's part of the fork handlers, called from registry.c's. */
-int		 kq_port_atfork_prepare(void);
-void		 kq_port_atfork_unlock(void);
 void		 kq_port_atfork_child(void);
 void		 kq_registry_forget(int fd, struct kqueue *kq);
 int		 kq_ref_try(struct kqueue *kq);

@@ -1,17 +1,17 @@
 /*
- * olock.c -- a futex mutex that knows its owner, for the locks libkq's
- * fork handlers take (reg_lock, the port timers' lock).
+ * olock.c -- a futex mutex that knows its owner, for the locks a fork
+ * child must be able to judge (reg_lock, the port timers' lock).
  *
- * A fork() from a signal handler runs the prepare handler on a thread that
- * may already hold one of these locks, or be about to take it: taking it
- * again would wait for ever, and skipping it while another thread holds it
- * would hand the child a lock nobody there can release.  The lock word is
- * the owner's token (a per-thread number) shifted left by one, with bit 0
- * set while a thread may be waiting, and 0 when free: it is set by the one
- * compare-and-swap that takes the lock and cleared by the one exchange
- * that releases it, so kq_olock_mine() is exact at every instruction.
- * A fork child releases a lock its forking thread took without any owner
- * check (the thread's token stays the same in the child).
+ * The fork's prepare handler takes neither (registry.c): the child finds
+ * each free, held by a thread that is not in the child (one whose section
+ * outlasted the gate's patience: the child frees it), or held by its own
+ * thread, when the fork came from a signal handler that interrupted the
+ * holder (it stays held, for the interrupted code to release).  The lock
+ * word is the owner's token (a per-thread number) shifted left by one,
+ * with bit 0 set while a thread may be waiting, and 0 when free: it is set
+ * by the one compare-and-swap that takes the lock and cleared by the one
+ * exchange that releases it, so kq_olock_mine() is exact at every
+ * instruction (the thread's token stays the same in the child).
  */
 #include <linux/futex.h>
 #include <sys/syscall.h>

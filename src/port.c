@@ -519,24 +519,6 @@ const struct filterops port_timer_filtops = {
  * timerfds are closed (they share the parent's timers) and its table
  * entries made inert: EINVAL but for timer_delete().
  */
-/* Take pt_lock for a fork, unless this thread holds it (a fork from a
-   signal handler that interrupted its holder).  Returns 1 if taken. */
-int
-kq_port_atfork_prepare(void)
-{
-	if (kq_olock_mine(&pt_lock))
-		return 0;
-	kq_olock_lock(&pt_lock);
-	return 1;
-}
-
-/* Let go of the pt_lock kq_port_atfork_prepare() took (parent or child). */
-void
-kq_port_atfork_unlock(void)
-{
-	kq_olock_unlock(&pt_lock);
-}
-
 /*
  * Called by registry.c's child handler, after it closed the claimed
  * descriptors and before any other library's child handler runs (one that
@@ -546,6 +528,11 @@ void
 kq_port_atfork_child(void)
 {
 	int i, j, fd;
+
+	/* A thread that held pt_lock at the fork is not in the child (the
+	   fork holds no lock of kq's): free, unless this one holds it. */
+	if (!kq_olock_mine(&pt_lock))
+		atomic_store(&pt_lock, 0);
 
 	for (i = 0; i < PT_TOP; i++) {
 		struct ptimer *c = atomic_load(&pt_tab[i]);

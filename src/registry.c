@@ -22,8 +22,9 @@
  *
  * reg_lock (a mutex) serialises insertions, chunk allocation, the pool and
  * the list of live kqueues, and is held wherever a kqueue's descriptors
- * are created or closed (kqueue(), kq_retire, kq_destroy, kq_rebuild), so
- * that the fork handler, which takes it, sees them consistently.  It may be
+ * are created or closed (kqueue(), kq_retire, kq_destroy, kq_rebuild), in
+ * a maker section, so that the fork handler, which waits for those,
+ * sees them consistently (kq_reg_lock).  It may be
  * taken with a kq_lock held; with it held, only a brand-new kqueue's lock
  * is taken.  It is never taken by kevent() on the hot path.
  */
@@ -135,7 +136,10 @@ static _Atomic pid_t reg_pid;
  * may be inside kevent() about to enter a maker section, which the prepare
  * below closes: with libkq's prepare first, that thread would wait for the
  * fork and the fork for M.  Registered lazily (at the first kqueue), it
- * was first for every handler registered before the first kqueue.
+ * was first for every handler registered before the first kqueue.  A
+ * handler registered before libkq was loaded still runs after libkq's
+ * prepare: such a thread then waits at the gate for its patience (1 s,
+ * tests/attack/a20), never for ever.
  */
 __attribute__((constructor)) static void
 reg_init(void)
@@ -208,18 +212,28 @@ static struct kqueue *kq_all;
 
 _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
 
-/*
- * A fork() made from a signal handler may nest in another fork's handlers
- * on the same thread: each level remembers (bit fork_nest) whether its
- * prepare took reg_lock and the port timers' lock, which it did unless
- * this thread held them already (a handler that interrupted their holder:
- * the interrupted code lets them go when it resumes).
- */
-static _Thread_local unsigned fork_nest, fork_took_reg, fork_took_pt;
+/* A fork() made from a signal handler may nest in another fork's
+   handlers on the same thread: the depth. */
+static _Thread_local unsigned fork_nest;
 
+/*
+ * The fork's prepare holds no lock of kq's while the program's and other
+ * libraries' prepare handlers run: one that waited for a mutex held by a
+ * thread that waited for reg_lock (a close() of a watched descriptor, or
+ * of a kqueue, under that mutex) hung when the prepare held reg_lock
+ * through the fork (attack helper 16, tests/attack/a20).  Instead, a
+ * reg_lock section that changes what a fork child's handler reads (the
+ * list of live kqueues, a kqueue's number and its death, a descriptor
+ * made or closed) is a maker section (kq_mkfd_begin): the fork waits for
+ * those under way and shuts out new ones, with the gate's patience, so a
+ * child sees the state between two of them.  One that only looks
+ * (kq_reg_look: kq_each's walk, kq_registry_internal, the pool) never
+ * waits for a fork.
+ */
 void
 kq_reg_lock(void)
 {
+	kq_mkfd_begin();
 	kq_tls_enter();
 	kq_olock_lock(&reg_lock);
 }
@@ -229,9 +243,29 @@ kq_reg_unlock(void)
 {
 	kq_olock_unlock(&reg_lock);
 	kq_tls_leave();
+	kq_mkfd_end();
 }
 
-/* Link a new kqueue on the list of live ones.  reg_lock held. */
+static void
+kq_reg_look(void)
+{
+	kq_tls_enter();
+	kq_olock_lock(&reg_lock);
+}
+
+static void
+kq_reg_unlook(void)
+{
+	kq_olock_unlock(&reg_lock);
+	kq_tls_leave();
+}
+
+/*
+ * Link a new kqueue on the list of live ones.  reg_lock held.  The links
+ * a fork() child follows (kq_all, kq_allnext) are stored after what they
+ * lead to: a child made while a section outlasted the fork's patience
+ * (registry.c's gate) walks a whole list, old or new.
+ */
 void
 kq_all_add(struct kqueue *kq)
 {
@@ -239,7 +273,7 @@ kq_all_add(struct kqueue *kq)
 	kq->kq_allprev = &kq_all;
 	if (kq_all != NULL)
 		kq_all->kq_allprev = &kq->kq_allnext;
-	kq_all = kq;
+	__atomic_store_n(&kq_all, kq, __ATOMIC_RELEASE);
 }
 
 /* Unlink a destroyed kqueue.  reg_lock held. */
@@ -247,7 +281,8 @@ void
 kq_all_remove_locked(struct kqueue *kq)
 {
 	if (kq->kq_allprev != NULL) {
-		*kq->kq_allprev = kq->kq_allnext;
+		__atomic_store_n(kq->kq_allprev, kq->kq_allnext,
+		    __ATOMIC_RELEASE);
 		if (kq->kq_allnext != NULL)
 			kq->kq_allnext->kq_allprev = kq->kq_allprev;
 		kq->kq_allprev = NULL;
@@ -272,12 +307,12 @@ kq_registry_hold_next(struct kqueue *prev, struct kqueue **v, size_t max)
 	struct kqueue *kq;
 	size_t i = 0;
 
-	kq_reg_lock();
+	kq_reg_look();
 	for (kq = prev != NULL ? prev->kq_allnext : kq_all;
 	    kq != NULL && i < max; kq = kq->kq_allnext)
 		if (kq_ref_try(kq))
 			v[i++] = kq;
-	kq_reg_unlock();
+	kq_reg_unlook();
 	return i;
 }
 
@@ -330,11 +365,11 @@ kq_registry_internal(int fd, const struct kqueue *self)
 
 	if (kq_sig_evfd_is(fd))
 		return 1;
-	kq_reg_lock();
+	kq_reg_look();
 	for (kq = kq_all; kq != NULL && r == 0; kq = kq->kq_allnext)
 		if (kq != self && kq_intfd_has(kq, (uintptr_t)fd))
 			r = kq_holds_number(kq, fd);
-	kq_reg_unlock();
+	kq_reg_unlook();
 	return r;
 }
 
@@ -467,11 +502,11 @@ kq_pool_get(void)
 {
 	struct kqueue *kq;
 
-	kq_reg_lock();
+	kq_reg_look();
 	kq = pool_free;
 	if (kq != NULL)
 		pool_free = kq->kq_poolnext;
-	kq_reg_unlock();
+	kq_reg_unlook();
 	if (kq == NULL) {
 		kq = kq_aligned_alloc(64, (sizeof(*kq) + 63) & ~(size_t)63);
 		if (kq == NULL)
@@ -486,10 +521,12 @@ kq_pool_get(void)
 void
 kq_pool_put(struct kqueue *kq)
 {
-	kq_reg_lock();
+	kq_reg_look();
 	kq->kq_poolnext = pool_free;
-	pool_free = kq;
-	kq_reg_unlock();
+	/* After its link: a fork child (no lock of kq's held through the
+	   fork) finds a whole list. */
+	__atomic_store_n(&pool_free, kq, __ATOMIC_RELEASE);
+	kq_reg_unlook();
 }
 
 /* Was fd a kqueue descriptor of the parent that this fork child kept? */
@@ -541,9 +578,10 @@ kq_registry_orphan(int fd)
  * (kq_intfd_claim, kq_free_all).
  */
 static _Atomic int mk_inside;		/* threads in a maker section */
-static _Atomic int mk_fork;		/* a fork() waits or is under way */
+static _Atomic int mk_fork;		/* fork()s waiting or under way */
 static _Atomic int mk_closing;		/* closefrom()s in their window */
 static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
+static _Thread_local int mk_excl;	/* this thread's closefrom window */
 
 /*
  * Neither side waits for the other for ever.  A section is a few system
@@ -557,18 +595,46 @@ static _Thread_local int mk_depth __attribute__((tls_model("initial-exec")));
  */
 #define MK_PATIENCE_NS	1000000000LL	/* 1 s */
 
+static int64_t
+mk_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* async-signal-safe */
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* Has MK_PATIENCE passed since *t0 (0: the wait starts now)? */
 static int
 mk_impatient(int64_t *t0)
 {
-	struct timespec ts;
-	int64_t now;
+	int64_t now = mk_now();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);	/* async-signal-safe */
-	now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	if (*t0 == 0)
 		*t0 = now;
 	return now - *t0 > MK_PATIENCE_NS;
+}
+
+/*
+ * When the latest fork shut the gate (0: none pending).  A maker waits
+ * MK_PATIENCE at most, and not at all once the fork has been pending that
+ * long: a thread that the fork waits for (holding a mutex the program's
+ * prepare handler wants) may meet the gate several times in one call (a
+ * kqueue's close, then its destruction), and waited it out each time
+ * (a20: 3 s).
+ */
+static _Atomic int64_t mk_fork_since;
+
+/* Has the gate stayed shut long enough for a maker to go on? */
+static int
+mk_gate_impatient(int64_t *t0)
+{
+	int64_t since = atomic_load(&mk_fork_since);
+
+	if (since != 0 && atomic_load(&mk_fork) > 0 &&
+	    mk_now() - since > MK_PATIENCE_NS)
+		return 1;
+	return mk_impatient(t0);
 }
 
 /*
@@ -635,12 +701,14 @@ void
 kq_mkfd_exclude(void)
 {
 	atomic_fetch_add(&mk_closing, 1);
+	mk_excl++;
 	mk_drain();
 }
 
 void
 kq_mkfd_allow(void)
 {
+	mk_excl--;
 	atomic_fetch_sub(&mk_closing, 1);
 }
 
@@ -652,11 +720,16 @@ kq_mkfd_begin(void)
 	if (mk_depth++ > 0)
 		return;
 	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mk_cancel);
+	if (mk_excl > 0) {
+		/* The closer's own reg_lock: its gate is not for it. */
+		atomic_fetch_add(&mk_inside, 1);
+		return;
+	}
 	for (;;) {
-		while (mk_shut() && !mk_impatient(&t0))
+		while (mk_shut() && !mk_gate_impatient(&t0))
 			sched_yield();
 		atomic_fetch_add(&mk_inside, 1);
-		if (!mk_shut() || mk_impatient(&t0))
+		if (!mk_shut() || mk_gate_impatient(&t0))
 			return;
 		atomic_fetch_sub(&mk_inside, 1);	/* let the fork go first */
 	}
@@ -671,36 +744,29 @@ kq_mkfd_end(void)
 	}
 }
 
+/*
+ * Shut the gate and wait for the sections under way, reg_lock's
+ * included: then nothing kq's fork child handler reads changes until the
+ * fork is made (after MK_PATIENCE a section may: the worst outcome is a
+ * child that keeps a descriptor).  No lock is held through the other
+ * prepare handlers (see kq_reg_lock).
+ */
 static void
 reg_atfork_prepare(void)
 {
-	unsigned bit;
-
-	atomic_store(&mk_fork, 1);
+	fork_nest++;
+	atomic_fetch_add(&mk_fork, 1);	/* other threads may fork too */
+	atomic_store(&mk_fork_since, mk_now());
 	mk_drain();
-	bit = 1u << (fork_nest++ & 31);
-	if (kq_port_atfork_prepare())
-		fork_took_pt |= bit;
-	if (!kq_olock_mine(&reg_lock)) {
-		kq_reg_lock();
-		fork_took_reg |= bit;
-	}
 }
 
 /* The end of one level of fork (parent or child side). */
 static void
 reg_atfork_done(void)
 {
-	unsigned bit = 1u << (--fork_nest & 31);
-
-	if (fork_took_reg & bit)
-		kq_reg_unlock();
-	if (fork_took_pt & bit)
-		kq_port_atfork_unlock();
-	fork_took_reg &= ~bit;
-	fork_took_pt &= ~bit;
-	if (fork_nest == 0)
-		atomic_store(&mk_fork, 0);
+	fork_nest--;
+	if (atomic_fetch_sub(&mk_fork, 1) == 1)
+		atomic_store(&mk_fork_since, 0);
 }
 
 static void
@@ -801,9 +867,17 @@ reg_atfork_child(void)
 	   the child has opened one since). */
 	kq_port_atfork_child();
 	atomic_store(&reg_pid, getpid());
-	/* Only this thread is left: no other is in a maker section. */
+	/*
+	 * Only this thread is left: no other is in a maker section, and
+	 * no other holds reg_lock or the port timers' lock (one that did
+	 * was in a section that outlasted the patience).  This one may, if
+	 * the fork came from a signal handler that interrupted it: the
+	 * interrupted code lets go when it resumes.
+	 */
 	atomic_store(&mk_inside, mk_depth > 0);
-	/* The locks reg_atfork_prepare took in this very thread. */
+	atomic_store(&mk_fork, (int)fork_nest);	/* this thread's forks */
+	if (!kq_olock_mine(&reg_lock))
+		atomic_store(&reg_lock, 0);
 	reg_atfork_done();
 	kq_sig_atfork_child();
 }
