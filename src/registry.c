@@ -720,8 +720,10 @@ kq_mkfd_begin(void)
 	if (mk_depth++ > 0)
 		return;
 	(void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mk_cancel);
-	if (mk_excl > 0) {
-		/* The closer's own reg_lock: its gate is not for it. */
+	if (mk_excl > 0 || fork_nest > 0) {
+		/* The closer's own reg_lock, or a signal handler on a
+		   forking thread: the gate this thread shut is not for it
+		   (the fork cannot be made before the handler returns). */
 		atomic_fetch_add(&mk_inside, 1);
 		return;
 	}
@@ -758,12 +760,23 @@ reg_atfork_prepare(void)
 	atomic_fetch_add(&mk_fork, 1);	/* other threads may fork too */
 	atomic_store(&mk_fork_since, mk_now());
 	mk_drain();
+	/*
+	 * Until the parent or child handler, this thread counts as inside
+	 * one of kq's locks, as when the prepare held reg_lock: a signal
+	 * handler run on it that closes a kqueue or a watched descriptor
+	 * closes the number only and leaves the rest for later, instead
+	 * of waiting for the other threads' sections, which wait at the
+	 * gate for this very fork (a17: forks of 1 s, and children that
+	 * kept a kqueue's descriptor once the patience ran out).
+	 */
+	kq_tls_enter();
 }
 
 /* The end of one level of fork (parent or child side). */
 static void
 reg_atfork_done(void)
 {
+	kq_tls_leave();
 	fork_nest--;
 	if (atomic_fetch_sub(&mk_fork, 1) == 1)
 		atomic_store(&mk_fork_since, 0);
