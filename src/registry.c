@@ -911,8 +911,20 @@ reg_atfork_child(void)
 	 */
 	atomic_store(&mk_inside, mk_depth > 0);
 	atomic_store(&mk_fork, (int)fork_nest);	/* this thread's forks */
+	/* Another thread's closefrom window is not the child's: left
+	   shut, every section there waited out the patience (attack
+	   helper 17: a child's first kqueue and kevent took 1 to 6 s). */
+	atomic_store(&mk_closing, mk_excl);
 	if (!kq_olock_mine(&reg_lock))
 		atomic_store(&reg_lock, 0);
+	/*
+	 * A pooled kqueue may be locked by a kevent() of another thread
+	 * that read a stale registry slot (kq_enter checks the object under
+	 * its lock): that thread is not in the child, and the child's next
+	 * kqueue() would wait for the lock for ever.
+	 */
+	for (kq = pool_free; kq != NULL; kq = kq->kq_poolnext)
+		atomic_store(&kq->kq_lock, 0);
 	reg_atfork_done();
 	kq_sig_atfork_child();
 }
