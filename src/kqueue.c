@@ -123,12 +123,6 @@ kqueue1(int flags)
 }
 
 /*
- * Called by the last kq_release().  The application already closed the
- * kqueue descriptor (or a fork child lost it), so kq_fd is not ours any
- * more and no system call may touch it: only internal descriptors are
- * closed.
- */
-/*
  * The two files whose release can be slow -- the inotify instance (its
  * marks are destroyed, waiting for an RCU grace period) and the epoll set
  * (every watch unlinked; kq_fd was its other reference) -- are released
@@ -152,6 +146,12 @@ kq_destroy_files(struct kqueue *kq)
 		(void)kq_dup3_raw(bell->ks_fd, kq->kq_waitfd, O_CLOEXEC);
 }
 
+/*
+ * Called by the last kq_release().  The application already closed the
+ * kqueue descriptor (or a fork child lost it), so kq_fd is not ours any
+ * more and no system call may touch it: only internal descriptors are
+ * closed.
+ */
 void
 kq_destroy(struct kqueue *kq)
 {
