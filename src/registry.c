@@ -29,6 +29,8 @@
  * is taken.  It is never taken by kevent() on the hot path.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -814,9 +816,19 @@ static void
 reg_atfork_child(void)
 {
 	struct kqueue *kq, *next;
+	sigset_t all, old;
 	uint64_t b;
 	int i, j, k, self;
 
+	/*
+	 * No signal handler runs in here: one that forked would give its
+	 * child a walk of kq_all half done by this one, and the rest of
+	 * this walk would put the same kqueues on fork_orphans a second
+	 * time (a loop; attack helper 17).  The only thread, so stopping
+	 * it stops nobody else.
+	 */
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (i = 0; i < REG_TOP; i++) {
 		_Atomic(struct kqueue *) *chunk = atomic_load(&kq_reg_top[i]);
 
@@ -927,6 +939,7 @@ reg_atfork_child(void)
 		atomic_store(&kq->kq_lock, 0);
 	reg_atfork_done();
 	kq_sig_atfork_child();
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /*
