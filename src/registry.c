@@ -741,6 +741,17 @@ kq_mkfd_begin(void)
 		mk_depth++;
 		return;
 	}
+	/*
+	 * From here to the end of the section the thread counts as inside
+	 * one of kq's locks (kq_tls_enter), though a section holds none of
+	 * its own: a signal handler run in it that closes a kqueue closes
+	 * the number only (close.c) instead of waiting for the kqueue's
+	 * lock, which a thread waiting at the gate for a fork may hold
+	 * while the fork waits for this section (attack helper 18: a
+	 * handler in timer_create()'s section, every fork 1 s and children
+	 * that kept kq's descriptors).
+	 */
+	kq_tls_enter();
 	for (;;) {
 		while (mk_shut() && !mk_gate_impatient(&t0))
 			sched_yield();
@@ -768,6 +779,7 @@ kq_mkfd_end(void)
 	mk_depth = 0;
 	atomic_signal_fence(memory_order_seq_cst);
 	atomic_fetch_sub(&mk_inside, 1);
+	kq_tls_leave();
 }
 
 /*
