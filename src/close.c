@@ -164,8 +164,11 @@ kq_drop_number(struct kqueue *kq, int fd)
 }
 
 /*
- * Call fn(kq, arg) on every live kqueue, with its kq_lock held, unless it
- * died.  Each kqueue's lock is taken in turn, never two at once.  Not from
+ * Call fn(kq, arg) on every kqueue not yet destroyed, with its kq_lock
+ * held, dead ones too (closed, a thread still inside kevent(): their own
+ * descriptors are still theirs, and fn must not touch kq_fd, which is not
+ * theirs any more).  Each kqueue's lock is taken in turn, never two at
+ * once.  Not from
  * a handler inside one of kq's locks (kq_in_lock: the callers leave the
  * knotes stale then, found later as after a raw close).  Allocates
  * nothing (a batch on the stack at a time).
@@ -184,8 +187,7 @@ kq_each(void (*fn)(struct kqueue *, void *), void *arg)
 			struct kqueue *kq = v[i];
 
 			KQ_LOCK(kq);
-			if (!kq->kq_dead)
-				fn(kq, arg);
+			fn(kq, arg);
 			KQ_UNLOCK(kq);
 			if (i + 1 < n)
 				kq_release(kq);
@@ -206,9 +208,18 @@ kq_fdclose_one(struct kqueue *kq, void *arg)
 {
 	struct kq_fdclose_arg *a = arg;
 
-	kq_drop_number(kq, a->fd);
-	/* Still the kqueue's (see kq_registry_internal), or kcmp cannot
-	   tell: a number closed behind kq's back is the program's again. */
+	if (!kq->kq_dead)
+		kq_drop_number(kq, a->fd);
+	/*
+	 * Still the kqueue's (see kq_registry_internal), or kcmp cannot
+	 * tell: a number closed behind kq's back is the program's again.
+	 * A dead kqueue's too: a program's second close() of a number the
+	 * kernel had given to such a kqueue's descriptor closed it, and
+	 * the kqueue's destruction then closed whatever file had the
+	 * number next, another kqueue's included (attack helper 18's h2:
+	 * closefrom() beside close() of stale numbers left dozens of kq's
+	 * descriptors open for good, tests/attack/a23).
+	 */
 	if (kq_intfd_has(kq, (uintptr_t)a->fd) && kq_holds_number(kq, a->fd))
 		a->internal = 1;
 }
@@ -226,8 +237,10 @@ kq_fdclose(int fd)
 	struct kq_fdclose_arg a = { fd, 0 };
 
 	kq_each(kq_fdclose_one, &a);
-	/* Also the signal eventfd all kqueues share (sigshim.c). */
-	return a.internal || kq_sig_evfd_is(fd);
+	/* Also the signal eventfd all kqueues share (sigshim.c), and the
+	   descriptors a kqueue's destruction has yet to close. */
+	return a.internal || kq_sig_evfd_is(fd) ||
+	    (kq_fdinternal((uintptr_t)fd) && kq_registry_claimed_dying(fd));
 }
 
 KQ_EXPORT int

@@ -165,20 +165,22 @@ fd_file_shared(int fd, int except)
 /*
  * Does number fd, which kq claims (kq_intfd), still hold the file kq put
  * there?  Its internal descriptors are registered in its set under their
- * numbers, and kq_waitfd is the set itself.  1 yes or cannot tell (kcmp
- * refused), 0 no.  Asked with reg_lock or kq's lock held (kq_fd).
+ * numbers, and kq_waitfd is a duplicate of the set, the doorbell
+ * registered in it.  The set is asked through kq_waitfd, kq's own, not
+ * kq_fd: a dead kqueue (closed, a thread still inside kevent()) keeps its
+ * descriptors until it is destroyed, and kq_fd is not its number then.
+ * 1 yes or cannot tell (kcmp refused), 0 no.  Asked with reg_lock or kq's
+ * lock held.
  */
 int
 kq_holds_number(const struct kqueue *kq, int fd)
 {
-	pid_t pid;
-	long r;
+	int set = kq->kq_waitfd >= 0 ? kq->kq_waitfd : kq->kq_fd,
+	    bell = kq->kq_src[KQ_SRC_BELL].ks_fd;
 
-	if (fd != kq->kq_waitfd)
-		return epoll_holds(kq->kq_fd, fd) != 0;
-	pid = (pid_t)syscall(SYS_getpid);
-	r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, kq->kq_fd, fd);
-	return r == 0 || (r < 0 && kcmp_refused());
+	if (fd != set)
+		return epoll_holds(set, fd) != 0;
+	return bell < 0 || epoll_holds(set, bell) != 0;
 }
 
 /*

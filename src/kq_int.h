@@ -652,6 +652,7 @@ void		 kq_pool_put(struct kqueue *kq);
 struct kqueue	*kq_registry_find_alias(int fd);
 size_t		 kq_registry_hold_next(struct kqueue *prev, struct kqueue **v,
 		    size_t max);
+int		 kq_registry_claimed_dying(int fd);
 #define KQ_HOLDMAX	64	/* kqueues per kq_registry_hold_next batch */
 /*
  * closefrom()'s look at kq's own descriptors (registry.c): a batch of the

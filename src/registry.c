@@ -319,6 +319,29 @@ kq_registry_hold_next(struct kqueue *prev, struct kqueue **v, size_t max)
 }
 
 /*
+ * Is number fd claimed by a kqueue being destroyed (no reference left, so
+ * kq_registry_hold_next passes it by)?  Its destruction releases each
+ * claim before it closes the number (kq_destroy), so a claim still set is
+ * a descriptor it has yet to close: a close() of that number by the
+ * program must not close it first, or the destruction would then close
+ * whatever file got the number next.  The bitmaps are freed only under
+ * reg_lock.
+ */
+int
+kq_registry_claimed_dying(int fd)
+{
+	const struct kqueue *kq;
+	int r = 0;
+
+	kq_reg_look();
+	for (kq = kq_all; kq != NULL && r == 0; kq = kq->kq_allnext)
+		r = atomic_load(&kq->kq_refs) == 0 &&
+		    kq_intfd_has(kq, (uintptr_t)fd);
+	kq_reg_unlook();
+	return r;
+}
+
+/*
  * Keep fd in o if it lies in o's range and is among the KQ_OWNMAX smallest
  * seen so far (o->fd sorted, without repeats; o->more once one was
  * dropped or refused for want of room).

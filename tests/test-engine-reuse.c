@@ -366,6 +366,81 @@ kevent_on_closed_kqueue_number_fails_with_ebadf(void **state)
 	E_RUN(closed_number_child, NULL, 20);
 }
 
+/* Is number fd open in this process? */
+static int
+fd_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+/*
+ * A closed kqueue that a blocked kevent() still holds: every number the
+ * program never opened (on FreeBSD there are none; kq's own descriptors
+ * on Linux) fails close() with EBADF, as a free number does, and stays
+ * open for the kqueue, which closes it itself once the kevent() returns.
+ * kq took such a number for the program's while the kqueue was dead, and
+ * closed it: the kqueue's destruction then closed whatever file had the
+ * number next (attack helper 18's closefrom() churn).
+ */
+static int
+closed_kqueue_own_numbers_child(void *arg)
+{
+	enum { MAXN = 256 };
+	int before[MAXN], mine[MAXN], nmine = 0, kq, fd, vf, p[2], r;
+	struct blocked b;
+	char path[64];
+
+	(void)arg;
+	for (fd = 0; fd < MAXN; fd++)
+		before[fd] = fd_open(fd);
+	snprintf(path, sizeof(path), "/tmp/kq-ownnum-%d", (int)getpid());
+	E_SYS(vf = open(path, O_CREAT | O_RDWR, 0600));
+	E_SYS(pipe(p));
+	E_SYS(kq = kqueue());
+	/* Sources of several kinds: a timer, a vnode watch, a signal. */
+	E_CHANGE(kq, 1, EVFILT_TIMER, EV_ADD, 0, 60000, NULL);
+	E_CHANGE(kq, vf, EVFILT_VNODE, EV_ADD, NOTE_WRITE, 0, NULL);
+	E_CHANGE(kq, SIGUSR2, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	E_CHANGE(kq, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	for (fd = 0; fd < MAXN; fd++)
+		if (!before[fd] && fd_open(fd) && fd != kq && fd != vf &&
+		    fd != p[0] && fd != p[1])
+			mine[nmine++] = fd;
+	blocked_start(&b, kq, 1500);
+	E_SYS(close(kq));
+	for (int i = 0; i < nmine; i++) {
+		errno = 0;
+		r = close(mine[i]);
+		E_CHECK(r == -1 && errno == EBADF, "close(%d), a number the "
+		    "program never opened, of a closed kqueue a kevent() "
+		    "holds = %d (%s), expected -1 EBADF", mine[i], r,
+		    strerror(errno));
+	}
+	blocked_join(&b, 5000);
+	/* The kqueue is gone now, and with it every number it had (but
+	   for what kq keeps for the whole process, the signal eventfd:
+	   still not the program's to close). */
+	for (int i = 0; i < nmine; i++) {
+		errno = 0;
+		E_CHECK(!fd_open(mine[i]) || (close(mine[i]) == -1 &&
+		    errno == EBADF), "number %d still open after the kqueue "
+		    "was destroyed, and the program's to close", mine[i]);
+	}
+	close(vf);
+	unlink(path);
+	close(p[0]);
+	close(p[1]);
+	return 0;
+}
+
+static void
+close_of_closed_kqueues_own_number_fails_ebadf_while_kevent_holds_it(
+    void **state)
+{
+	(void)state;
+	E_RUN(closed_kqueue_own_numbers_child, NULL, 20);
+}
+
 /*
  * A knote on a number that was closed while a dup() keeps the file is
  * gone (FreeBSD: knote_fdclose() by number), whatever the filter: an
@@ -751,6 +826,7 @@ main(void)
 		cmocka_unit_test(kevent_on_foreign_epoll_after_blocked_kevent_fails_and_leaves_it),
 		cmocka_unit_test(kevent_on_foreign_epoll_after_blocked_kevent_keeps_its_edge),
 		cmocka_unit_test(kevent_entered_as_its_kqueue_is_closed_never_waits_in_the_programs_epoll_set),
+		cmocka_unit_test(close_of_closed_kqueues_own_number_fails_ebadf_while_kevent_holds_it),
 #endif
 	};
 
