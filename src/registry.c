@@ -235,8 +235,7 @@ static _Thread_local unsigned fork_nest;
 void
 kq_reg_lock(void)
 {
-	kq_mkfd_begin();
-	kq_tls_enter();
+	kq_mkfd_begin();	/* also kq's in-lock state (kq_tls_enter) */
 	kq_olock_lock(&reg_lock);
 }
 
@@ -244,7 +243,6 @@ void
 kq_reg_unlock(void)
 {
 	kq_olock_unlock(&reg_lock);
-	kq_tls_leave();
 	kq_mkfd_end();
 }
 
