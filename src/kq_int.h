@@ -824,11 +824,22 @@ void		 kq_knsrc_del(struct kqueue *, int fd);
 int		 kq_intfd_claim(struct kqueue *, int fd);
 void		 kq_intfd_release(struct kqueue *, int fd);
 
+/*
+ * Also read without kq_lock, under reg_lock (kq_registry_internal,
+ * kq_registry_claimed_dying), while the kqueue's own thread releases a
+ * claim: atomic loads, the count before the bitmap as kq_intfd_claim
+ * publishes them (TSan caught the plain read racing kq_intfd_release).
+ */
 static inline int
 kq_intfd_has(const struct kqueue *kq, uintptr_t fd)
 {
-	return fd / 64 < (uintptr_t)kq->kq_intfdwords &&
-	    ((kq->kq_intfd[fd / 64] >> (fd % 64)) & 1) != 0;
+	uintptr_t words = (uintptr_t)__atomic_load_n(&kq->kq_intfdwords,
+	    __ATOMIC_ACQUIRE);
+	const uint64_t *bm = __atomic_load_n(&kq->kq_intfd, __ATOMIC_ACQUIRE);
+
+	return fd / 64 < words && bm != NULL &&
+	    ((__atomic_load_n(&bm[fd / 64], __ATOMIC_RELAXED) >> (fd % 64)) &
+	    1) != 0;
 }
 
 /* The number the waits made without kq_lock sleep on (kq_waitfd). */
