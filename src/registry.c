@@ -674,30 +674,12 @@ static _Thread_local int mk_cancel __attribute__((tls_model("initial-exec")));
  * interrupted on this very thread.
  */
 static void
-mk_drain(void)
+mk_wait_sections(void)
 {
 	int64_t t0 = 0;
 
-	if (kq_in_lock() || mk_depth != 0)
-		return;
-	/*
-	 * Counted as inside one of kq's locks meanwhile (kq_tls_enter),
-	 * though it holds none: a signal handler run here that closes a
-	 * kqueue or a watched descriptor then closes the number only and
-	 * leaves the rest for later (close.c), as inside a lock, instead of
-	 * waiting for a kqueue's lock held by a thread that waits at the
-	 * gate for this very fork or closefrom -- each such section cost
-	 * the whole patience, and one fork stalled 5 to 12 s (attack helper
-	 * 15).  The signals stay deliverable: a program that stops its
-	 * threads with a signal and waits for each to answer (a collector,
-	 * a profiler) is answered (attack helper 16: blocking them made
-	 * every such stop wait out a section's patience, and a fork or a
-	 * closefrom that then waited for reg_lock with them blocked hung).
-	 */
-	kq_tls_enter();
 	while (atomic_load(&mk_inside) > 0 && !mk_impatient(&t0))
 		sched_yield();
-	kq_tls_leave();
 }
 
 /*
@@ -731,16 +713,40 @@ mk_shut(void)
 void
 kq_mkfd_exclude(void)
 {
-	atomic_fetch_add(&mk_closing, 1);
+	int nested = kq_in_lock() || mk_depth != 0;
+
+	/*
+	 * The window counts as inside one of kq's locks (kq_tls_enter),
+	 * though it holds none until reg_lock: a signal handler run in it
+	 * that closes a kqueue or a watched descriptor then closes the
+	 * number only and leaves the rest for later (close.c), instead of
+	 * waiting for a kqueue's lock held by a thread that waits at the
+	 * gate for this very window -- each such wait cost the whole
+	 * patience (attack helper 15: one fork stalled 5 to 12 s).  The
+	 * signals stay deliverable: a program that stops its threads with a
+	 * signal and waits for each to answer (a collector, a profiler) is
+	 * answered (attack helper 16: blocking them made every such stop
+	 * wait out a section's patience, and a fork or a closefrom that then
+	 * waited for reg_lock with them blocked hung).  The count goes up
+	 * after that state is entered and mk_excl raised, and down before
+	 * they are left, so no handler here waits at the gate for its own
+	 * thread's window (as reg_atfork_prepare does for a fork).
+	 */
+	kq_tls_enter();
 	mk_excl++;
-	mk_drain();
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_fetch_add(&mk_closing, 1);
+	if (!nested)
+		mk_wait_sections();
 }
 
 void
 kq_mkfd_allow(void)
 {
-	mk_excl--;
 	atomic_fetch_sub(&mk_closing, 1);
+	atomic_signal_fence(memory_order_seq_cst);
+	mk_excl--;
+	kq_tls_leave();
 }
 
 /*
@@ -813,30 +819,43 @@ kq_mkfd_end(void)
 static void
 reg_atfork_prepare(void)
 {
-	fork_nest++;
-	atomic_fetch_add(&mk_fork, 1);	/* other threads may fork too */
-	atomic_store(&mk_fork_since, mk_now());
-	mk_drain();
+	/* Called from a handler that interrupted a section or a lock of
+	   kq's on this thread: the sections cannot end before it returns. */
+	int nested = kq_in_lock() || mk_depth != 0;
+
 	/*
-	 * Until the parent or child handler, this thread counts as inside
-	 * one of kq's locks, as when the prepare held reg_lock: a signal
-	 * handler run on it that closes a kqueue or a watched descriptor
-	 * closes the number only and leaves the rest for later, instead
-	 * of waiting for the other threads' sections, which wait at the
-	 * gate for this very fork (a17: forks of 1 s, and children that
-	 * kept a kqueue's descriptor once the patience ran out).
+	 * From before the gate shuts until the parent or child handler has
+	 * opened it again, this thread counts as inside one of kq's locks
+	 * (as when the prepare held reg_lock) and as forking (fork_nest):
+	 * a signal handler run on it that closes a kqueue or a watched
+	 * descriptor closes the number only and leaves the rest for later,
+	 * and waits at no gate, instead of waiting for the other threads'
+	 * sections or kqueue locks, held by threads that wait at the gate
+	 * for this very fork (a17: forks of 1 s, and children that kept a
+	 * kqueue's descriptor once the patience ran out).  So the counts go
+	 * up after that state is entered, and down before it is left: a
+	 * handler that ran in reg_atfork_done between the two waited at
+	 * the gate for its own thread's fork, and every such fork took the
+	 * gate's patience (a17: 1.0 s in 6 runs of 8, a gdb stack).
 	 */
 	kq_tls_enter();
+	fork_nest++;
+	atomic_signal_fence(memory_order_seq_cst);
+	atomic_fetch_add(&mk_fork, 1);	/* other threads may fork too */
+	atomic_store(&mk_fork_since, mk_now());
+	if (!nested)
+		mk_wait_sections();
 }
 
 /* The end of one level of fork (parent or child side). */
 static void
 reg_atfork_done(void)
 {
-	kq_tls_leave();
-	fork_nest--;
 	if (atomic_fetch_sub(&mk_fork, 1) == 1)
 		atomic_store(&mk_fork_since, 0);
+	atomic_signal_fence(memory_order_seq_cst);
+	fork_nest--;
+	kq_tls_leave();
 }
 
 static void
