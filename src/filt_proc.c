@@ -727,8 +727,7 @@ filt_procdetach(struct kqueue *kq, struct knote *kn)
 	if (pn->pn_pidfd >= 0) {
 		/* Released and closed with no fork() between (registry.c). */
 		kq_mkfd_begin();
-		kq_knsrc_del(kq, pn->pn_pidfd);
-		kq_close_own(kq, pn->pn_pidfd);
+		kq_knsrc_close(kq, pn->pn_pidfd);
 		kq_mkfd_end();
 		pn->pn_pidfd = -1;
 	}

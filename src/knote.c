@@ -423,7 +423,11 @@ kq_src_add_ev(struct kqueue *kq, int slot, int fd, uint32_t events,
 {
 	int e = kq_intfd_claim(kq, fd);
 
-	if (e == 0 && (e = kq_src_register(kq->kq_fd, slot, fd, events)) != 0)
+	/* Into the set through kq_waitfd, kq's own number: a handler may
+	   have closed kq_fd's (kq_retire_later), and kq_destroy proves each
+	   source by its registration there (kq_holds_number). */
+	if (e == 0 && (e = kq_src_register(kq_sleepfd(kq), slot, fd,
+	    events)) != 0)
 		kq_intfd_release(kq, fd);
 	if (e != 0)
 		return e;
@@ -443,8 +447,8 @@ kq_src_add(struct kqueue *kq, int slot,
 /*
  * Register fd, owned by the non-descriptor knote kn, in the kqueue's epoll
  * set (edge-triggered on events).  When it fires, kq_src_dispatch() puts kn
- * on the active list.  The caller closes fd when the knote goes, which
- * removes the registration (kq_knsrc_del first, for a dup'd fd).
+ * on the active list.  When the knote goes, kq_knsrc_close releases and
+ * closes fd.
  */
 int
 kq_knsrc_register(int epfd, const struct knote *kn, int fd, uint32_t events)
@@ -467,22 +471,32 @@ kq_knsrc_add(struct kqueue *kq, struct knote *kn, int fd, uint32_t events)
 	if ((e = kq_intfd_claim(kq, fd)) != 0)
 		return e;
 	kq->kq_regseq++;
-	if ((e = kq_knsrc_register(kq->kq_fd, kn, fd, events)) != 0)
+	if ((e = kq_knsrc_register(kq_sleepfd(kq), kn, fd, events)) != 0)
 		kq_intfd_release(kq, fd);
 	return e;
 }
 
-/* The knote's fd is about to be closed (after kq_knsrc_add succeeded). */
+/*
+ * The knote goes: its fd (kq_knsrc_add succeeded) is released and closed
+ * if it is still the file kq put there.  Proven by its registration in
+ * the set, before the registration goes: a number closed behind the C
+ * library's back and reused is the program's file, released but not
+ * closed.  In a maker section (no fork() between the release and the
+ * close: registry.c).
+ */
 void
-kq_knsrc_del(struct kqueue *kq, int fd)
+kq_knsrc_close(struct kqueue *kq, int fd)
 {
 	struct epoll_event ev;
+	int own = !kq->kq_unowned && kq_holds_number(kq, fd);
 
 	kq_intfd_release(kq, fd);
-	if (kq->kq_dead)
-		return;
-	kq->kq_regseq++;
-	(void)epoll_ctl(kq->kq_fd, EPOLL_CTL_DEL, fd, &ev);
+	if (!kq->kq_dead) {
+		kq->kq_regseq++;
+		(void)epoll_ctl(kq_sleepfd(kq), EPOLL_CTL_DEL, fd, &ev);
+	}
+	if (own)
+		kq_close_raw(fd);
 }
 
 /*

@@ -809,7 +809,7 @@ int		 kq_knsrc_add(struct kqueue *, struct knote *, int fd,
 		    uint32_t events);
 int		 kq_knsrc_register(int epfd, const struct knote *, int fd,
 		    uint32_t events);
-void		 kq_knsrc_del(struct kqueue *, int fd);
+void		 kq_knsrc_close(struct kqueue *, int fd);
 
 /*
  * The kqueue's own descriptors -- internal sources (kq_src), knotes' pidfds
@@ -849,14 +849,6 @@ kq_sleepfd(const struct kqueue *kq)
 	return kq->kq_waitfd >= 0 ? kq->kq_waitfd : kq->kq_fd;
 }
 
-/* Close fd, a descriptor of kq's own, unless kq is unowned (kq_unowned:
-   the number may be the program's). */
-static inline void
-kq_close_own(const struct kqueue *kq, int fd)
-{
-	if (!kq->kq_unowned)
-		kq_close_raw(fd);
-}
 void		 kq_src_dispatch(struct kqueue *, uint64_t key, uint32_t events);
 
 /* the other filters, one file each */

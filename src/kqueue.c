@@ -123,6 +123,30 @@ kqueue1(int flags)
 }
 
 /*
+ * Which of the kqueue's numbers still hold the files kq put there, asked
+ * before any is touched: a number closed behind the C library's back
+ * (a raw system call, which close() cannot refuse) and reused is the
+ * program's file, to be released but not closed.  own[s] for source s,
+ * own[KQ_NSRC] for kq_waitfd.  The set is proven by the doorbell's
+ * registration in it, each source by its own (kq_holds_number); a set
+ * not proven proves nothing.  An unowned kqueue proves nothing either
+ * (kq_unowned: its numbers may be the program's).
+ */
+static void
+kq_destroy_prove(const struct kqueue *kq, int own[KQ_NSRC + 1])
+{
+	int s;
+
+	own[KQ_NSRC] = !kq->kq_unowned && kq->kq_waitfd >= 0 &&
+	    kq->kq_src[KQ_SRC_BELL].ks_ready != NULL &&
+	    kq_holds_number(kq, kq->kq_waitfd);
+	for (s = 0; s < KQ_NSRC; s++)
+		own[s] = own[KQ_NSRC] && kq->kq_src[s].ks_ready != NULL &&
+		    kq->kq_src[s].ks_fd >= 0 &&
+		    kq_holds_number(kq, kq->kq_src[s].ks_fd);
+}
+
+/*
  * The two files whose release can be slow -- the inotify instance (its
  * marks are destroyed, waiting for an RCU grace period) and the epoll set
  * (every watch unlinked; kq_fd was its other reference) -- are released
@@ -130,19 +154,20 @@ kqueue1(int flags)
  * each number (dup3 drops the file's last reference, and the release runs
  * as the call returns), so the numbers stay claimed and open and the
  * section only closes duplicates of an eventfd.  A dup3 that fails leaves
- * the file for the section to close.
+ * the file for the section to close.  Only over proven numbers, from a
+ * proven doorbell (own: kq_destroy_prove).
  */
 static void
-kq_destroy_files(struct kqueue *kq)
+kq_destroy_files(struct kqueue *kq, const int own[KQ_NSRC + 1])
 {
 	const struct kqsrc *bell = &kq->kq_src[KQ_SRC_BELL],
 	    *ino = &kq->kq_src[KQ_SRC_INOTIFY];
 
-	if (kq->kq_unowned || bell->ks_ready == NULL || bell->ks_fd < 0)
+	if (!own[KQ_SRC_BELL])
 		return;
-	if (ino->ks_ready != NULL)
+	if (own[KQ_SRC_INOTIFY])
 		(void)kq_dup3_raw(bell->ks_fd, ino->ks_fd, O_CLOEXEC);
-	if (kq->kq_waitfd >= 0)
+	if (own[KQ_NSRC])
 		(void)kq_dup3_raw(bell->ks_fd, kq->kq_waitfd, O_CLOEXEC);
 }
 
@@ -155,11 +180,12 @@ kq_destroy_files(struct kqueue *kq)
 void
 kq_destroy(struct kqueue *kq)
 {
-	int s;
+	int s, own[KQ_NSRC + 1];
 
 	KQ_LOCK(kq);
 	kq->kq_dead = 1;
 	kq_free_all(kq);
+	kq_destroy_prove(kq, own);
 	/*
 	 * The internal descriptors are released and closed in a maker
 	 * section, which fork() and closefrom() wait for (registry.c): a
@@ -173,7 +199,8 @@ kq_destroy(struct kqueue *kq)
 	 * gate's patience, 1 s: a17 saw one fork take 1.001 s): those
 	 * files are released first (kq_destroy_files).
 	 */
-	kq_destroy_files(kq);
+	{ int q; for (q = 0; q < KQ_NSRC; q++) if (kq->kq_src[q].ks_ready && !own[q]) { char b[80]; int l = snprintf(b, sizeof b, "DBG unproven src %d fd %d unowned %d wait %d own %d\n", q, kq->kq_src[q].ks_fd, kq->kq_unowned, kq->kq_waitfd, own[KQ_NSRC]); (void)!write(2, b, l); } }
+	kq_destroy_files(kq, own);
 	kq_mkfd_begin();
 	for (s = 0; s < KQ_NSRC; s++) {
 		if (kq->kq_src[s].ks_fini != NULL)
@@ -182,18 +209,20 @@ kq_destroy(struct kqueue *kq)
 		kq->kq_src[s].ks_arg = NULL;
 		if (kq->kq_src[s].ks_ready != NULL) {
 			/* Released first: from the close on, the number may
-			   be another thread's new file (kq_fdinternal).  An
-			   unowned kqueue's numbers may be the program's: left
+			   be another thread's new file (kq_fdinternal).  A
+			   number not proven may be the program's: left
 			   alone (a descriptor of kq's may leak). */
 			kq_intfd_release(kq, kq->kq_src[s].ks_fd);
 			kq->kq_src[s].ks_ready = NULL;
-			kq_close_own(kq, kq->kq_src[s].ks_fd);
+			if (own[s])
+				kq_close_raw(kq->kq_src[s].ks_fd);
 		}
 		kq->kq_src[s].ks_fd = -1;
 	}
 	if (kq->kq_waitfd >= 0) {
 		kq_intfd_release(kq, kq->kq_waitfd);
-		kq_close_own(kq, kq->kq_waitfd);
+		if (own[KQ_NSRC])
+			kq_close_raw(kq->kq_waitfd);
 		kq->kq_waitfd = -1;
 	}
 	kq_mkfd_end();

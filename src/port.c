@@ -473,10 +473,9 @@ port_timer_detach(struct kqueue *kq, struct knote *kn)
 
 	/* Released and closed with no fork() between (registry.c). */
 	kq_mkfd_begin();
-	kq_knsrc_del(kq, TN(kn)->tn_fd);
 	if (p != NULL)
 		atomic_store(&p->pt_tfd, -1);
-	kq_close_own(kq, TN(kn)->tn_fd);
+	kq_knsrc_close(kq, TN(kn)->tn_fd);
 	kq_mkfd_end();
 	TN(kn)->tn_fd = -1;
 	return 0;

@@ -1000,6 +1000,145 @@ numbers_of_a_kqueue_closed_raw_are_the_programs_again(void **state)
 	}
 }
 
+/*
+ * Take every number in mine[0..n) with a program's pipe end (the numbers
+ * were closed raw, so the kernel hands them out again); record each
+ * one's file in id[] (st_ino), and the pipes in taken[] for closing.
+ */
+static int
+take_numbers(const int *mine, int n, ino_t *id, int *taken, int max)
+{
+	int took = 0, i, k;
+
+	while (took + 2 <= max) {
+		int p[2], hit = 0;
+
+		assert_int_equal(pipe(p), 0);
+		taken[took++] = p[0];
+		taken[took++] = p[1];
+		for (i = 0; i < n; i++)
+			for (k = 0; k < took; k++)
+				hit += taken[k] == mine[i];
+		if (hit == n)
+			break;
+	}
+	for (i = 0; i < n; i++) {
+		struct stat st;
+
+		assert_int_equal(fstat(mine[i], &st), 0);
+		id[i] = st.st_ino;
+	}
+	return took;
+}
+
+/* Each number of mine[] still holds the program's file recorded in id[]. */
+static void
+expect_numbers_kept(const int *mine, const ino_t *id, int n,
+    const char *after)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct stat st;
+
+		if (fstat(mine[i], &st) != 0 || st.st_ino != id[i])
+			fail_msg("number %d, the program's pipe, was closed or "
+			    "replaced by %s", mine[i], after);
+	}
+}
+
+/*
+ * A number the kqueue opened for itself, closed behind the C library's
+ * back and then given to a file of the program's, is the program's: the
+ * kqueue's close, which closes the kqueue's own descriptors, leaves that
+ * file open (kq closes no number it has not proven its own).  Each of its
+ * numbers in turn, in a kqueue of its own: the doorbell and the wait's
+ * set, a timer's timerfd, the epoll set of EVFILT_EMPTY, inotify for
+ * EVFILT_VNODE and a process's pidfd.
+ */
+static void
+kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw(
+    void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, fd, i, n, k = 0, mine[16], taken[64], took, sv[2], go[2], vf;
+	ino_t id;
+	char path[96];
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	t_track(sv[0]);
+	t_track(sv[1]);
+	snprintf(path, sizeof(path), "%s/v", tdir);
+	assert_true((vf = open(path, O_CREAT | O_RDWR, 0600)) >= 0);
+	t_track(vf);
+	do {
+		pid = t_spawn_waiting(go, 3);
+		open_fds(before);
+		assert_true((kq = kqueue()) >= 0);
+		t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 1000, NULL);
+		t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD, 0, 0,
+		    NULL);
+		t_change(kq, (uintptr_t)vf, EVFILT_VNODE, EV_ADD | EV_CLEAR,
+		    NOTE_WRITE, 0, NULL);
+		t_change(kq, (uintptr_t)pid, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0,
+		    NULL);
+		open_fds(after);
+		for (n = 0, fd = 0; fd < 1024 && n < 16; fd++)
+			if (fd != kq && fd_in(after, fd) && !fd_in(before, fd))
+				mine[n++] = fd;
+		if (k < n) {
+			raw_close(mine[k]);
+			took = take_numbers(&mine[k], 1, &id, taken, 64);
+			assert_int_equal(close(kq), 0);
+			expect_numbers_kept(&mine[k], &id, 1,
+			    "the kqueue's close");
+			for (i = 0; i < took; i++)
+				assert_int_equal(close(taken[i]), 0);
+		} else
+			assert_int_equal(close(kq), 0);
+		write_all(go[1], "g", 1);
+		close(go[1]);
+		assert_int_equal(waitpid(pid, &i, 0), pid);
+	} while (++k < n);
+}
+
+/*
+ * The same for a knote's own descriptor (EVFILT_PROC's pidfd, if it has
+ * one): the knote's deletion leaves the program's file at its number.
+ */
+static void
+knote_delete_leaves_the_programs_file_at_its_number_closed_raw(
+    void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, fd, i, n = 0, mine[16], taken[64], took, go[2];
+	ino_t id[16];
+	pid_t pid;
+
+	(void)state;
+	kq = t_new_kq();
+	t_change(kq, 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	pid = t_spawn_waiting(go, 4);
+	open_fds(before);
+	t_change(kq, (uintptr_t)pid, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024 && n < 16; fd++)
+		if (fd_in(after, fd) && !fd_in(before, fd))
+			mine[n++] = fd;
+	for (i = 0; i < n; i++)
+		raw_close(mine[i]);
+	took = take_numbers(mine, n, id, taken, 64);
+	t_change(kq, (uintptr_t)pid, EVFILT_PROC, EV_DELETE, 0, 0, NULL);
+	expect_numbers_kept(mine, id, n, "the knote's deletion");
+	for (i = 0; i < took; i++)
+		assert_int_equal(close(taken[i]), 0);
+	write_all(go[1], "g", 1);
+	close(go[1]);
+	assert_int_equal(waitpid(pid, &i, 0), pid);
+}
+
 static void *
 wait_forever(void *arg)
 {
@@ -1155,6 +1294,8 @@ main(void)
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(numbers_of_a_kqueue_closed_raw_are_the_programs_again),
+		cmocka_unit_test(kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw),
+		cmocka_unit_test(knote_delete_leaves_the_programs_file_at_its_number_closed_raw),
 		cmocka_unit_test(kqueues_made_after_one_closed_raw_give_back_their_descriptors),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_stays_watchable),
