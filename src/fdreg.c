@@ -341,10 +341,19 @@ fdreg_readd_all(struct kqueue *kq, int epfd)
 				(void)fop->f_readd(kq, kn, epfd);
 		}
 	}
+	/*
+	 * kq's own descriptors move over only while they are still its own
+	 * (kq_holds_number, asked of the old set): one closed behind the C
+	 * library's back and reused would be registered in the new set by
+	 * its number, and pass for kq's at the kqueue's destruction, which
+	 * would close the program's file.  One that is gone stays out.
+	 * (The knotes' own descriptors: f_readd, with the same test.)
+	 */
 	for (s = 0; s < KQ_NSRC; s++) {
 		int e;
 
 		if (kq->kq_src[s].ks_ready != NULL &&
+		    kq_holds_number(kq, kq->kq_src[s].ks_fd) &&
 		    (e = kq_src_register(epfd, s, kq->kq_src[s].ks_fd,
 		    kq->kq_src[s].ks_events)) != 0)
 			return e;

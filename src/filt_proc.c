@@ -797,7 +797,8 @@ filt_procreadd(struct kqueue *kq, struct knote *kn, int epfd)
 {
 	struct procnote *pn = PN(kn);
 
-	if (pn->pn_pidfd < 0)
+	/* Still kq's own (fdreg_readd_all)? */
+	if (pn->pn_pidfd < 0 || !kq_holds_number(kq, pn->pn_pidfd))
 		return 0;
 	return kq_knsrc_register(epfd, kn, pn->pn_pidfd, EPOLLIN);
 }

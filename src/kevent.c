@@ -679,6 +679,17 @@ kq_rebuild(struct kqueue *kq)
 	kq->kq_zombie = 0;
 	if (!kq_owned(kq))
 		return EBADF;
+	/*
+	 * The waits' number is put under the new set below, and asked
+	 * whether each internal descriptor is still kq's (fdreg_readd_all):
+	 * only while it is still the set.  Closed behind the C library's
+	 * back and reused, it is the program's: released, not touched, and
+	 * the waits go back to kq_fd.
+	 */
+	if (kq->kq_waitfd >= 0 && !kq_holds_number(kq, kq->kq_waitfd)) {
+		kq_intfd_release(kq, kq->kq_waitfd);
+		kq->kq_waitfd = -1;
+	}
 	fl = fcntl(kq->kq_fd, F_GETFD);
 	if (fl < 0)
 		return errno;

@@ -499,7 +499,9 @@ port_timer_event(struct kqueue *kq, struct knote *kn, uint32_t hint,
 static int
 port_timer_readd(struct kqueue *kq, struct knote *kn, int epfd)
 {
-	(void)kq;
+	/* Still kq's own (fdreg_readd_all)? */
+	if (!kq_holds_number(kq, TN(kn)->tn_fd))
+		return 0;
 	return kq_knsrc_register(epfd, kn, TN(kn)->tn_fd, EPOLLIN);
 }
 

@@ -1054,11 +1054,13 @@ expect_numbers_kept(const int *mine, const ino_t *id, int n,
  * file open (kq closes no number it has not proven its own).  Each of its
  * numbers in turn, in a kqueue of its own: the doorbell and the wait's
  * set, a timer's timerfd, the epoll set of EVFILT_EMPTY, inotify for
- * EVFILT_VNODE and a process's pidfd.
+ * EVFILT_VNODE and a process's pidfd.  With rebuild, the kqueue first
+ * meets a watched number reused while a dup() keeps its file ready, which
+ * makes it move its registrations to a new set (see above): the program's
+ * file must not move with them as the kqueue's.
  */
 static void
-kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw(
-    void **state)
+close_leaves_numbers_closed_raw(int rebuild)
 {
 	unsigned char before[128], after[128];
 	int kq, fd, i, n, k = 0, mine[16], taken[64], took, sv[2], go[2], vf;
@@ -1066,7 +1068,6 @@ kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw(
 	char path[96];
 	pid_t pid;
 
-	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	t_track(sv[0]);
 	t_track(sv[1]);
@@ -1089,19 +1090,50 @@ kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw(
 			if (fd != kq && fd_in(after, fd) && !fd_in(before, fd))
 				mine[n++] = fd;
 		if (k < n) {
+			int p[2], q[2], keep = -1;
+
 			raw_close(mine[k]);
 			took = take_numbers(&mine[k], 1, &id, taken, 64);
+			if (rebuild) {
+				assert_int_equal(watched_pipe_number_reused(kq,
+				    p, q, &keep), 0);
+				write_all(p[1], "old", 3);
+				(void)sleeps(kq, 0, 50);	/* may fail */
+			}
 			assert_int_equal(close(kq), 0);
 			expect_numbers_kept(&mine[k], &id, 1,
+			    rebuild ? "the rebuilt kqueue's close" :
 			    "the kqueue's close");
 			for (i = 0; i < took; i++)
 				assert_int_equal(close(taken[i]), 0);
+			if (rebuild) {
+				close(q[0]);
+				close(q[1]);
+				close(p[1]);
+				close(keep);
+			}
 		} else
 			assert_int_equal(close(kq), 0);
 		write_all(go[1], "g", 1);
 		close(go[1]);
 		assert_int_equal(waitpid(pid, &i, 0), pid);
 	} while (++k < n);
+}
+
+static void
+kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw(
+    void **state)
+{
+	(void)state;
+	close_leaves_numbers_closed_raw(0);
+}
+
+static void
+rebuilt_kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw(
+    void **state)
+{
+	(void)state;
+	close_leaves_numbers_closed_raw(1);
 }
 
 /*
@@ -1295,6 +1327,7 @@ main(void)
 		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(numbers_of_a_kqueue_closed_raw_are_the_programs_again),
 		cmocka_unit_test(kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw),
+		cmocka_unit_test(rebuilt_kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw),
 		cmocka_unit_test(knote_delete_leaves_the_programs_file_at_its_number_closed_raw),
 		cmocka_unit_test(kqueues_made_after_one_closed_raw_give_back_their_descriptors),
 		cmocka_unit_test(kqueue_taking_a_number_closed_raw_drops_its_knote_and_keeps_working),
