@@ -199,7 +199,6 @@ kq_destroy(struct kqueue *kq)
 	 * gate's patience, 1 s: a17 saw one fork take 1.001 s): those
 	 * files are released first (kq_destroy_files).
 	 */
-	{ int q; for (q = 0; q < KQ_NSRC; q++) if (kq->kq_src[q].ks_ready && !own[q]) { char b[80]; int l = snprintf(b, sizeof b, "DBG unproven src %d fd %d unowned %d wait %d own %d\n", q, kq->kq_src[q].ks_fd, kq->kq_unowned, kq->kq_waitfd, own[KQ_NSRC]); (void)!write(2, b, l); } }
 	kq_destroy_files(kq, own);
 	kq_mkfd_begin();
 	for (s = 0; s < KQ_NSRC; s++) {
