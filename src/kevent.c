@@ -719,15 +719,25 @@ kq_rebuild(struct kqueue *kq)
 			/*
 			 * The waits' number follows (kq_waitfd): its old set
 			 * wakes its sleepers through the doorbell above.  If
-			 * it cannot (a lowered RLIMIT_NOFILE), the waits go
-			 * back to kq_fd rather than to a set that is ready
-			 * for ever.
+			 * it cannot (a lowered RLIMIT_NOFILE), a lower number
+			 * takes the new set, or else the waits go back to
+			 * kq_fd rather than to a set that is ready for ever
+			 * (and the kqueue's destruction, which proves its
+			 * numbers through kq_waitfd, can close none of them:
+			 * they stay open).
 			 */
 			if (kq->kq_waitfd >= 0 && kq_dup3_raw(nfd,
 			    kq->kq_waitfd, O_CLOEXEC) < 0) {
+				int w = KQ_FDCALL(fcntl(nfd, F_DUPFD_CLOEXEC,
+				    0));
+
 				kq_intfd_release(kq, kq->kq_waitfd);
 				kq_close_raw(kq->kq_waitfd);
 				kq->kq_waitfd = -1;
+				if (w >= 0 && kq_intfd_claim(kq, w) != 0)
+					kq_close_raw(w);
+				else if (w >= 0)
+					kq->kq_waitfd = w;
 			}
 		} else if ((e = errno) == EBADF)
 			/* Both numbers are ours (kq_owned, nfd just made):
