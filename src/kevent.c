@@ -1355,6 +1355,17 @@ kq_enter(int kqfd, int *held, int *error)
 {
 	struct kqueue *kq = kq_registry_peek(kqfd);
 
+	/*
+	 * A signal handler that interrupted this thread inside the
+	 * kqueue's lock or reg_lock would wait for itself for ever: EDEADLK
+	 * (kevent.2, LINUX NOTES).  A thread asleep in kevent() holds no
+	 * lock: its handlers' calls work as on FreeBSD.
+	 */
+	if (__builtin_expect(kq_in_lock(), 0) &&
+	    ((kq != NULL && kq_tls_holds(kq)) || kq_reg_mine())) {
+		*error = EDEADLK;
+		return NULL;
+	}
 	if (kq != NULL) {
 		KQ_LOCK(kq);
 		if (kq_registry_peek(kqfd) == kq) {
@@ -1370,6 +1381,11 @@ kq_enter(int kqfd, int *held, int *error)
 	}
 	if ((kq = kq_lookup_slow(kqfd, error)) == NULL)
 		return NULL;
+	if (__builtin_expect(kq_in_lock(), 0) && kq_tls_holds(kq)) {
+		kq_release(kq);
+		*error = EDEADLK;
+		return NULL;
+	}
 	KQ_LOCK(kq);
 	*held = 1;
 	if (kq->kq_dead) {

@@ -427,12 +427,15 @@ kq_mutex_unlock(_Atomic int *m)
  *		nothing then (kq_free, defer.c).
  * Only the thread itself and its signal handlers touch it.
  */
+#define KQ_TLS_HELD	4
 struct kq_tls {
 	int		locks;
 	int		async_owed;
 	unsigned	sig_quiet;
 	unsigned	sig_runs;
 	int		closing;
+	int		nheld;	/* kqueue locks taken or being taken ... */
+	const void	*held[KQ_TLS_HELD];	/* ... the first of them */
 } __attribute__((aligned(16)));
 extern _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
 
@@ -520,12 +523,48 @@ kq_in_lock(void)
 	return kq_tls.locks != 0;
 }
 
+/*
+ * A kqueue's lock, recorded in the thread's kq_tls from before it is
+ * taken until after it is released: a signal handler that interrupted
+ * the holder and calls kevent() on the same kqueue fails with EDEADLK
+ * (kq_enter) instead of waiting for its own thread for ever.
+ */
+static inline void
+kq_tls_hold(const void *kq)
+{
+	if (kq_tls.nheld < KQ_TLS_HELD)
+		kq_tls.held[kq_tls.nheld] = kq;
+	atomic_signal_fence(memory_order_seq_cst);
+	kq_tls.nheld++;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void
+kq_tls_unhold(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	kq_tls.nheld--;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Does this thread hold, or is it taking, kq's lock? */
+static inline int
+kq_tls_holds(const void *kq)
+{
+	for (int i = 0; i < kq_tls.nheld && i < KQ_TLS_HELD; i++)
+		if (kq_tls.held[i] == kq)
+			return 1;
+	return 0;
+}
+
 #define KQ_LOCK(kq)	do {						\
 	kq_tls_enter();							\
+	kq_tls_hold(kq);						\
 	kq_mutex_lock(&(kq)->kq_lock);					\
 } while (0)
 #define KQ_UNLOCK(kq)	do {						\
 	kq_mutex_unlock(&(kq)->kq_lock);				\
+	kq_tls_unhold();						\
 	kq_tls_leave();							\
 } while (0)
 
@@ -692,6 +731,7 @@ int		 fd_info_field(int fd, const char *key, int base,
 
 /* kqueue.c */
 void		 kq_destroy(struct kqueue *kq);
+int		 kq_reg_mine(void);
 int		 kq_create(int cloexec, int port);
 
 /* knote.c */

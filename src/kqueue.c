@@ -27,6 +27,12 @@ kq_create(int cloexec, int port)
 	struct kqueue *kq, *old;
 	int fd, s, e;
 
+	/* From a signal handler that interrupted this thread inside
+	   reg_lock: it would wait for itself (kqueue.2, LINUX NOTES). */
+	if (__builtin_expect(kq_in_lock(), 0) && kq_reg_mine()) {
+		errno = EDEADLK;
+		return -1;
+	}
 	kq_reap();	/* what closes put off (defer.c) */
 	kq = kq_pool_get();
 	if (kq == NULL) {

@@ -246,6 +246,14 @@ kq_reg_unlock(void)
 	kq_mkfd_end();
 }
 
+/* Does this thread hold reg_lock (a signal handler that interrupted its
+   holder must not wait for it)? */
+int
+kq_reg_mine(void)
+{
+	return kq_olock_mine(&reg_lock);
+}
+
 static void
 kq_reg_look(void)
 {
@@ -488,6 +496,17 @@ kq_registry_insert_locked(int fd, struct kqueue *kq)
 void
 kq_registry_drop_old(struct kqueue *old)
 {
+	/*
+	 * A signal handler's kqueue() took the number of a kqueue whose lock
+	 * the thread it interrupted holds (the handler closed that number
+	 * first: close.c closes the number only then): retired later, with
+	 * the registry's reference, as a handler's close() leaves it
+	 * (defer.c), instead of waiting for its own thread for ever.
+	 */
+	if (old != NULL && kq_in_lock() && kq_tls_holds(old)) {
+		kq_retire_later(old);
+		return;
+	}
 	if (old != NULL) {
 		KQ_LOCK(old);
 		old->kq_dead = 1;
