@@ -1581,7 +1581,9 @@ kq_pending(int fd)
 	if (kq == NULL)
 		return 1;	/* a foreign epoll instance: it is readable */
 	kq_tls_enter();
+	kq_tls_hold(kq);	/* as KQ_LOCK: KQ_UNLOCK below */
 	if (!kq_mutex_trylock(&kq->kq_lock)) {
+		kq_tls_unhold();
 		kq_tls_leave();
 		kq_release(kq);
 		return 1;

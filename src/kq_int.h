@@ -542,6 +542,7 @@ kq_tls_hold(const void *kq)
 static inline void
 kq_tls_unhold(void)
 {
+	KQ_ASSERT(kq_tls.nheld > 0);
 	atomic_signal_fence(memory_order_seq_cst);
 	kq_tls.nheld--;
 	atomic_signal_fence(memory_order_seq_cst);
