@@ -1408,6 +1408,12 @@ kq_leave(struct kqueue *kq, int held)
 	KQ_UNLOCK(kq);
 	if (held)
 		kq_release(kq);
+	/* A kqueue that a signal handler closed while this thread held a
+	   lock waits for a reaper (defer.c): its sleepers wake now, not at
+	   the next call that allocates (attack helper 21's r9). */
+	if (__builtin_expect(atomic_load_explicit(&kq_hot.retire,
+	    memory_order_relaxed) != NULL, 0))
+		kq_reap_slow();
 	if (__builtin_expect(kq_tls.async_owed, 0))
 		kq_async_restore();
 }

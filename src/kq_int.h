@@ -434,6 +434,7 @@ struct kq_tls {
 	unsigned	sig_quiet;
 	unsigned	sig_runs;
 	int		closing;
+	int		dgwalk;	/* inside a datagram walk (filt_fd.c) */
 	int		nheld;	/* kqueue locks taken or being taken ... */
 	const void	*held[KQ_TLS_HELD];	/* ... the first of them */
 } __attribute__((aligned(16)));
@@ -529,23 +530,36 @@ kq_in_lock(void)
  * the holder and calls kevent() on the same kqueue fails with EDEADLK
  * (kq_enter) instead of waiting for its own thread for ever.
  */
+/*
+ * The slot is claimed (nheld raised) before it is written, and cleared
+ * before it is given back, so a handler that interrupts either never
+ * overwrites the interrupted code's slot: it sees the lock recorded only
+ * once the slot is written, before the lock is taken, and until it is
+ * cleared, after the lock is let go.
+ */
 static inline void
 kq_tls_hold(const void *kq)
 {
-	if (kq_tls.nheld < KQ_TLS_HELD)
-		kq_tls.held[kq_tls.nheld] = kq;
+	int n = kq_tls.nheld;
+
+	kq_tls.nheld = n + 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	kq_tls.nheld++;
+	if (n < KQ_TLS_HELD)
+		kq_tls.held[n] = kq;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
 static inline void
 kq_tls_unhold(void)
 {
-	KQ_ASSERT(kq_tls.nheld > 0);
+	int n = kq_tls.nheld - 1;
+
+	KQ_ASSERT(n >= 0);
 	atomic_signal_fence(memory_order_seq_cst);
-	kq_tls.nheld--;
+	if (n < KQ_TLS_HELD)
+		kq_tls.held[n] = NULL;
 	atomic_signal_fence(memory_order_seq_cst);
+	kq_tls.nheld = n;
 }
 
 /* Does this thread hold, or is it taking, kq's lock? */

@@ -595,6 +595,11 @@ pt_create(clockid_t clock, const port_notify_t *pn, timer_t *tid)
 
 	if (pn == NULL || tid == NULL)
 		return EINVAL;
+	/* From a signal handler that interrupted this thread holding
+	   pt_lock (timer_create is not async-signal-safe in POSIX): it
+	   would wait for itself. */
+	if (kq_olock_mine(&pt_lock))
+		return EDEADLK;
 	kq_olock_lock(&pt_lock);
 	for (idx = 0; idx < (uintptr_t)PT_TOP * PT_CHUNK; idx++) {
 		if (idx % PT_CHUNK == 0 && atomic_load(&pt_tab[idx / PT_CHUNK])
@@ -730,13 +735,29 @@ timer_delete(timer_t tid)
 		struct kevent kev;
 		int held;
 
+		/*
+		 * From a signal handler that interrupted this thread holding
+		 * the port's lock or pt_lock, the timer cannot be deleted
+		 * (timer_delete is not async-signal-safe in POSIX): it fails
+		 * with EDEADLK and stays, rather than report a deletion that
+		 * did not happen (attack helper 21: its events went on).
+		 */
+		if (kq_olock_mine(&pt_lock)) {
+			errno = EDEADLK;
+			return -1;
+		}
 		/* Through its port, whose knote owns the timerfd. */
-		if (atomic_load(&p->pt_tfd) >= 0 &&
-		    (kq = port_enter(p->pt_port, &held)) != NULL) {
-			EV_SET(&kev, (uintptr_t)tid & ((UINT64_C(1) << 48) - 1),
-			    KQ_EVFILT_PORTTIMER, EV_DELETE, 0, 0, NULL);
-			(void)port_change(kq, &kev);
-			kq_leave(kq, held);
+		if (atomic_load(&p->pt_tfd) >= 0) {
+			if ((kq = port_enter(p->pt_port, &held)) == NULL) {
+				if (errno == EDEADLK)
+					return -1;
+			} else {
+				EV_SET(&kev, (uintptr_t)tid &
+				    ((UINT64_C(1) << 48) - 1),
+				    KQ_EVFILT_PORTTIMER, EV_DELETE, 0, 0, NULL);
+				(void)port_change(kq, &kev);
+				kq_leave(kq, held);
+			}
 		}
 		/*
 		 * A timerfd still set belongs to a knote that could not be
