@@ -941,66 +941,6 @@ change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf(
 }
 
 /*
- * A kqueue and the descriptors it holds for itself, all closed with the
- * raw system call (as a raw close_range() would): the program's files
- * that then take those numbers are the program's, to watch from another
- * kqueue and to close (FreeBSD: the numbers were simply closed).
- */
-static void
-numbers_of_a_kqueue_closed_raw_are_the_programs_again(void **state)
-{
-	unsigned char before[128], after[128];
-	int kq, other, fd, i, n = 0, mine[16], took = 0, sv[2];
-	int taken[64];
-
-	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	t_track(sv[0]);
-	t_track(sv[1]);
-	other = t_new_kq();
-	open_fds(before);
-	kq = kqueue();
-	assert_true(kq >= 0);
-	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 1000, NULL);
-	t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
-	open_fds(after);
-	for (fd = 0; fd < 1024 && n < 16; fd++)
-		if (fd_in(after, fd) && !fd_in(before, fd))
-			mine[n++] = fd;
-	assert_true(n >= 3);	/* the kqueue, its eventfd, timerfd, set */
-	for (i = 0; i < n; i++)
-		raw_close(mine[i]);
-	/* Open until every one of those numbers is the program's. */
-	while (took < 64) {
-		int p[2], k, hit = 0;
-
-		assert_int_equal(pipe(p), 0);
-		for (k = 0; k < 2; k++)
-			taken[took++] = p[k];
-		for (i = 0; i < n; i++)
-			for (k = 0; k < took; k++)
-				hit += taken[k] == mine[i];
-		if (hit == n)
-			break;
-	}
-	for (i = 0; i < n; i++) {
-		t_change(other, (uintptr_t)mine[i], EVFILT_READ, EV_ADD, 0, 0,
-		    NULL);
-		t_change(other, (uintptr_t)mine[i], EVFILT_READ, EV_DELETE, 0,
-		    0, NULL);
-	}
-	/* Each close is the program's: none of them was closed by kq. */
-	for (i = 0; i < took; i++) {
-		int r = close(taken[i]);
-
-		if (r != 0)
-			fprintf(stderr, "close(%d) of a pipe: %s (the kqueue "
-			    "was %d)\n", taken[i], strerror(errno), kq);
-		assert_int_equal(r, 0);
-	}
-}
-
-/*
  * Take every number in mine[0..n) with a program's pipe end (the numbers
  * were closed raw, so the kernel hands them out again); record each
  * one's file in id[] (st_ino), and the pipes in taken[] for closing.
@@ -1044,6 +984,56 @@ expect_numbers_kept(const int *mine, const ino_t *id, int n,
 		if (fstat(mine[i], &st) != 0 || st.st_ino != id[i])
 			fail_msg("number %d, the program's pipe, was closed or "
 			    "replaced by %s", mine[i], after);
+	}
+}
+
+/*
+ * A kqueue and the descriptors it holds for itself, all closed with the
+ * raw system call (as a raw close_range() would): the program's files
+ * that then take those numbers are the program's, to watch from another
+ * kqueue and to close (FreeBSD: the numbers were simply closed).
+ */
+static void
+numbers_of_a_kqueue_closed_raw_are_the_programs_again(void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, other, fd, i, n = 0, mine[16], took, sv[2];
+	int taken[64];
+	ino_t id[16];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	t_track(sv[0]);
+	t_track(sv[1]);
+	other = t_new_kq();
+	open_fds(before);
+	kq = kqueue();
+	assert_true(kq >= 0);
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 1000, NULL);
+	t_change(kq, (uintptr_t)sv[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024 && n < 16; fd++)
+		if (fd_in(after, fd) && !fd_in(before, fd))
+			mine[n++] = fd;
+	assert_true(n >= 3);	/* the kqueue, its eventfd, timerfd, set */
+	for (i = 0; i < n; i++)
+		raw_close(mine[i]);
+	/* Open until every one of those numbers is the program's. */
+	took = take_numbers(mine, n, id, taken, 64);
+	for (i = 0; i < n; i++) {
+		t_change(other, (uintptr_t)mine[i], EVFILT_READ, EV_ADD, 0, 0,
+		    NULL);
+		t_change(other, (uintptr_t)mine[i], EVFILT_READ, EV_DELETE, 0,
+		    0, NULL);
+	}
+	/* Each close is the program's: none of them was closed by kq. */
+	for (i = 0; i < took; i++) {
+		int r = close(taken[i]);
+
+		if (r != 0)
+			fprintf(stderr, "close(%d) of a pipe: %s (the kqueue "
+			    "was %d)\n", taken[i], strerror(errno), kq);
+		assert_int_equal(r, 0);
 	}
 }
 
