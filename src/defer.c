@@ -111,17 +111,19 @@ static void
 reap_retire(struct kqueue *kq)
 {
 	KQ_LOCK(kq);
-	if (!kq->kq_dead && kq_registry_peek(kq->kq_fd) == kq &&
-	    !kq_owned(kq)) {
-		kq->kq_dead = 1;
-		kq_registry_forget(kq->kq_fd, kq);
-		kq_bell_ring(kq);
-	} else if (!kq->kq_dead && kq_registry_peek(kq->kq_fd) != kq) {
-		/* A handler's kqueue() took the number and left kq to us
-		   (kq_registry_drop_old): dead, its sleepers woken (attack
-		   helper 21: they slept on for ever). */
-		kq->kq_dead = 1;
-		kq_bell_ring(kq);
+	if (!kq->kq_dead) {
+		/* Not mapped any more: a handler's kqueue() took the number
+		   and left kq to us (kq_registry_drop_old); it dies all the
+		   same, its sleepers woken (attack helper 21: they slept on
+		   for ever). */
+		int mapped = kq_registry_peek(kq->kq_fd) == kq;
+
+		if (!mapped || !kq_owned(kq)) {
+			kq->kq_dead = 1;
+			if (mapped)
+				kq_registry_forget(kq->kq_fd, kq);
+			kq_bell_ring(kq);
+		}
 	}
 	KQ_UNLOCK(kq);
 	/* Off the stack, still closed by kq itself: KQ_RET_SELF stays for

@@ -186,16 +186,14 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain)
 	/* A signal handler that interrupted this thread's walk (its
 	   stripe lock held, the peek offset moved) keeps FIONREAD's count
 	   rather than wait for itself (attack helper 21's r5 hung). */
-	if (kq_tls.dgwalk != 0 ||
+	if (kq_tls_holds(lk) ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, &len) != 0)
 		return -1;
-	kq_tls.dgwalk = 1;
-	atomic_signal_fence(memory_order_seq_cst);
+	kq_tls_hold(lk);
 	kq_mutex_lock(lk);
 	if (dg_set_off(fd, 0) != 0) {
 		kq_mutex_unlock(lk);
-		atomic_signal_fence(memory_order_seq_cst);
-		kq_tls.dgwalk = 0;
+		kq_tls_unhold();
 		return -1;
 	}
 	if (unix_domain) {
@@ -231,8 +229,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain)
 	}
 	(void)dg_set_off(fd, old);
 	kq_mutex_unlock(lk);
-	atomic_signal_fence(memory_order_seq_cst);
-	kq_tls.dgwalk = 0;
+	kq_tls_unhold();
 	return total;
 }
 

@@ -434,8 +434,7 @@ struct kq_tls {
 	unsigned	sig_quiet;
 	unsigned	sig_runs;
 	int		closing;
-	int		dgwalk;	/* inside a datagram walk (filt_fd.c) */
-	int		nheld;	/* kqueue locks taken or being taken ... */
+	int		nheld;	/* locks taken or being taken (kq_tls_hold) ... */
 	const void	*held[KQ_TLS_HELD];	/* ... the first of them */
 } __attribute__((aligned(16)));
 extern _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
@@ -525,17 +524,12 @@ kq_in_lock(void)
 }
 
 /*
- * A kqueue's lock, recorded in the thread's kq_tls from before it is
- * taken until after it is released: a signal handler that interrupted
- * the holder and calls kevent() on the same kqueue fails with EDEADLK
- * (kq_enter) instead of waiting for its own thread for ever.
- */
-/*
- * The slot is claimed (nheld raised) before it is written, and cleared
- * before it is given back, so a handler that interrupts either never
- * overwrites the interrupted code's slot: it sees the lock recorded only
- * once the slot is written, before the lock is taken, and until it is
- * cleared, after the lock is let go.
+ * A lock (a kqueue's, a datagram stripe), recorded in the thread's kq_tls
+ * from before it is taken until after it is released: a signal handler
+ * that interrupted the holder does not wait for it (kq_enter's EDEADLK,
+ * dgram_total).  The slot is claimed (nheld raised) before it is
+ * written, and cleared before it is given back, so a handler's own locks
+ * never overwrite the interrupted code's slot.
  */
 static inline void
 kq_tls_hold(const void *kq)
@@ -562,7 +556,7 @@ kq_tls_unhold(void)
 	kq_tls.nheld = n;
 }
 
-/* Does this thread hold, or is it taking, kq's lock? */
+/* Does this thread hold, or is it taking, the lock of kq (or lock)? */
 static inline int
 kq_tls_holds(const void *kq)
 {

@@ -691,6 +691,23 @@ static _Thread_local int mk_cancel __attribute__((tls_model("initial-exec")));
  * ones wait at the gate the caller has just shut): not from inside a
  * section or one of kq's locks, which a signal handler may have
  * interrupted on this very thread.
+ *
+ * Its callers, a fork's prepare and a closefrom's window, shut the gate
+ * in one order.  First the thread enters kq's in-lock state
+ * (kq_tls_enter) and marks the gate as its own (fork_nest, mk_excl);
+ * only then is the gate's count raised (mk_fork, mk_closing), and it is
+ * lowered first at the end.  So a signal handler run on the thread
+ * anywhere in between closes a kqueue or a watched descriptor by the
+ * number only and leaves the rest for later (close.c), and waits at no
+ * gate: not for a kqueue lock held by a thread that waits at the gate
+ * for this very fork or window (attack helper 15: forks of 5 to 12 s),
+ * nor for its own thread's fork (a17: 1.0 s in 6 runs of 8, when the
+ * parent handler left the state before it lowered the count).  The
+ * signals stay deliverable: a program that stops its threads with a
+ * signal and waits for each to answer (a collector, a profiler) is
+ * answered (attack helper 16: blocking them made every such stop wait
+ * out a section's patience, and a fork or a closefrom that then waited
+ * for reg_lock with them blocked hung).
  */
 static void
 mk_wait_sections(void)
@@ -734,23 +751,7 @@ kq_mkfd_exclude(void)
 {
 	int nested = kq_in_lock() || mk_depth != 0;
 
-	/*
-	 * The window counts as inside one of kq's locks (kq_tls_enter),
-	 * though it holds none until reg_lock: a signal handler run in it
-	 * that closes a kqueue or a watched descriptor then closes the
-	 * number only and leaves the rest for later (close.c), instead of
-	 * waiting for a kqueue's lock held by a thread that waits at the
-	 * gate for this very window -- each such wait cost the whole
-	 * patience (attack helper 15: one fork stalled 5 to 12 s).  The
-	 * signals stay deliverable: a program that stops its threads with a
-	 * signal and waits for each to answer (a collector, a profiler) is
-	 * answered (attack helper 16: blocking them made every such stop
-	 * wait out a section's patience, and a fork or a closefrom that then
-	 * waited for reg_lock with them blocked hung).  The count goes up
-	 * after that state is entered and mk_excl raised, and down before
-	 * they are left, so no handler here waits at the gate for its own
-	 * thread's window (as reg_atfork_prepare does for a fork).
-	 */
+	/* The window's states and counts in mk_wait_sections's order. */
 	kq_tls_enter();
 	mk_excl++;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -842,21 +843,8 @@ reg_atfork_prepare(void)
 	   kq's on this thread: the sections cannot end before it returns. */
 	int nested = kq_in_lock() || mk_depth != 0;
 
-	/*
-	 * From before the gate shuts until the parent or child handler has
-	 * opened it again, this thread counts as inside one of kq's locks
-	 * (as when the prepare held reg_lock) and as forking (fork_nest):
-	 * a signal handler run on it that closes a kqueue or a watched
-	 * descriptor closes the number only and leaves the rest for later,
-	 * and waits at no gate, instead of waiting for the other threads'
-	 * sections or kqueue locks, held by threads that wait at the gate
-	 * for this very fork (a17: forks of 1 s, and children that kept a
-	 * kqueue's descriptor once the patience ran out).  So the counts go
-	 * up after that state is entered, and down before it is left: a
-	 * handler that ran in reg_atfork_done between the two waited at
-	 * the gate for its own thread's fork, and every such fork took the
-	 * gate's patience (a17: 1.0 s in 6 runs of 8, a gdb stack).
-	 */
+	/* The fork's states and counts in mk_wait_sections's order (as
+	   when the prepare held reg_lock; fork_nest: this thread forks). */
 	kq_tls_enter();
 	fork_nest++;
 	atomic_signal_fence(memory_order_seq_cst);
