@@ -165,7 +165,7 @@ eventfd_count(int fd, uint64_t *v)
 #define DG_WALK_MAX	4096
 #define DG_STRIPES	64
 
-static _Atomic int dg_stripe[DG_STRIPES];
+static _Atomic uint32_t dg_stripe[DG_STRIPES];	/* olocks */
 
 static int
 dg_set_off(int fd, int off)
@@ -179,21 +179,19 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain)
 	struct mmsghdr small[DG_SMALL], *m = small;
 	int old = -1, r, i, walked = 0, batch = DG_SMALL;
 	socklen_t len = sizeof(old);
-	_Atomic int *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
 	int64_t total = 0;
 	char c;
 
 	/* A signal handler that interrupted this thread's walk (its
 	   stripe lock held, the peek offset moved) keeps FIONREAD's count
 	   rather than wait for itself (attack helper 21's r5 hung). */
-	if (kq_tls_holds(lk) ||
+	if (kq_olock_mine(lk) ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, &len) != 0)
 		return -1;
-	kq_tls_hold(lk);
-	kq_mutex_lock(lk);
+	kq_olock_lock(lk);
 	if (dg_set_off(fd, 0) != 0) {
-		kq_mutex_unlock(lk);
-		kq_tls_unhold();
+		kq_olock_unlock(lk);
 		return -1;
 	}
 	if (unix_domain) {
@@ -228,8 +226,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain)
 		} while (r == batch && walked < DG_WALK_MAX);
 	}
 	(void)dg_set_off(fd, old);
-	kq_mutex_unlock(lk);
-	kq_tls_unhold();
+	kq_olock_unlock(lk);
 	return total;
 }
 

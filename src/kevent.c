@@ -1358,11 +1358,13 @@ kq_enter(int kqfd, int *held, int *error)
 	/*
 	 * A signal handler that interrupted this thread inside the
 	 * kqueue's lock or reg_lock would wait for itself for ever: EDEADLK
-	 * (kevent.2, LINUX NOTES).  A thread asleep in kevent() holds no
-	 * lock: its handlers' calls work as on FreeBSD.
+	 * (kevent.2, LINUX NOTES).  The lock's word names its holder
+	 * (kq_olock_mine), so a thread asleep in kevent(), or only waiting
+	 * for the lock, holds none: its handlers' calls work, or wait, as
+	 * on FreeBSD.
 	 */
 	if (__builtin_expect(kq_in_lock(), 0) &&
-	    ((kq != NULL && kq_tls_holds(kq)) || kq_reg_mine())) {
+	    ((kq != NULL && kq_olock_mine(&kq->kq_lock)) || kq_reg_mine())) {
 		*error = EDEADLK;
 		return NULL;
 	}
@@ -1381,7 +1383,8 @@ kq_enter(int kqfd, int *held, int *error)
 	}
 	if ((kq = kq_lookup_slow(kqfd, error)) == NULL)
 		return NULL;
-	if (__builtin_expect(kq_in_lock(), 0) && kq_tls_holds(kq)) {
+	if (__builtin_expect(kq_in_lock(), 0) &&
+	    kq_olock_mine(&kq->kq_lock)) {
 		kq_release(kq);
 		*error = EDEADLK;
 		return NULL;
@@ -1586,10 +1589,8 @@ kq_pending(int fd)
 
 	if (kq == NULL)
 		return 1;	/* a foreign epoll instance: it is readable */
-	kq_tls_enter();
-	kq_tls_hold(kq);	/* as KQ_LOCK: KQ_UNLOCK below */
-	if (!kq_mutex_trylock(&kq->kq_lock)) {
-		kq_tls_unhold();
+	kq_tls_enter();		/* as KQ_LOCK: KQ_UNLOCK below */
+	if (!kq_olock_trylock(&kq->kq_lock)) {
 		kq_tls_leave();
 		kq_release(kq);
 		return 1;

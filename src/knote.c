@@ -9,8 +9,6 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <linux/futex.h>
 
 #include "kq_int.h"
 #include "sigshim.h"
@@ -596,41 +594,3 @@ kq_free_all(struct kqueue *kq)
 	KQ_ASSERT(kq->kq_nfdchains == 0);
 }
 
-/*
- * kq_lock's contended paths (kq_int.h).  A waiter spins briefly (the lock
- * is usually held for one system call), then marks the word 2 and sleeps
- * on it; the unlocker of a word that was 2 wakes one sleeper.
- */
-#define KQ_SPINS	100
-
-#if defined(__x86_64__) || defined(__i386__)
-#define kq_cpu_relax()	__builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define kq_cpu_relax()	__asm__ volatile ("yield" ::: "memory")
-#else
-#define kq_cpu_relax()	do { } while (0)
-#endif
-
-void
-kq_mutex_wait(_Atomic int *m, int c)
-{
-	for (int i = 0; i < KQ_SPINS && c == 1; i++) {
-		kq_cpu_relax();
-		c = atomic_load_explicit(m, memory_order_relaxed);
-		if (c == 0 && atomic_compare_exchange_strong_explicit(m, &c,
-		    1, memory_order_acquire, memory_order_relaxed))
-			return;
-	}
-	if (c != 2)
-		c = atomic_exchange_explicit(m, 2, memory_order_acquire);
-	while (c != 0) {
-		syscall(SYS_futex, m, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-		c = atomic_exchange_explicit(m, 2, memory_order_acquire);
-	}
-}
-
-void
-kq_mutex_wake(_Atomic int *m)
-{
-	syscall(SYS_futex, m, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}

@@ -280,7 +280,7 @@ struct kn_empty;
  * touches of it (the structure is 64-byte aligned, registry.c).
  */
 struct kqueue {
-	_Atomic int	 kq_lock;	/* KQ_LOCK: 0 free, 1 held, 2 waited */
+	_Atomic uint32_t kq_lock;	/* KQ_LOCK: an olock (olock.c) */
 	_Atomic uint32_t kq_refs;	/* the registry's, plus one per kevent()
 					   call that waits unlocked or found the
 					   kqueue through a dup() */
@@ -373,43 +373,6 @@ struct kqueue {
 #define KQ_RET_QUEUED	2
 
 /*
- * kq_lock is a one-word futex mutex (Drepper, "Futexes Are Tricky",
- * mutex 3): 0 free, 1 held, 2 held and maybe waited for.  Taking and
- * releasing it uncontended is one atomic instruction each, a third of
- * what pthread_mutex_lock/unlock execute; contention is handled out of
- * line in knote.c (a short spin, then FUTEX_WAIT).
- */
-void		 kq_mutex_wait(_Atomic int *m, int c);
-void		 kq_mutex_wake(_Atomic int *m);
-
-static inline void
-kq_mutex_lock(_Atomic int *m)
-{
-	int c = 0;
-
-	if (!atomic_compare_exchange_strong_explicit(m, &c, 1,
-	    memory_order_acquire, memory_order_relaxed))
-		kq_mutex_wait(m, c);
-}
-
-/* Take the lock only if it is free; never waits.  Returns 1 if taken. */
-static inline int
-kq_mutex_trylock(_Atomic int *m)
-{
-	int c = 0;
-
-	return atomic_compare_exchange_strong_explicit(m, &c, 1,
-	    memory_order_acquire, memory_order_relaxed);
-}
-
-static inline void
-kq_mutex_unlock(_Atomic int *m)
-{
-	if (atomic_exchange_explicit(m, 0, memory_order_release) == 2)
-		kq_mutex_wake(m);
-}
-
-/*
  * The per-thread state every kevent() and close() reads, in one cache line
  * behind one initial-exec TLS slot (each variable of its own would be a
  * GOT entry and a line more to miss on a thread that slept):
@@ -425,17 +388,17 @@ kq_mutex_unlock(_Atomic int *m)
  *		deliveries that ran an application handler (kq_sig_app_runs).
  *   closing	close.c: inside close() or one of its kin, which frees
  *		nothing then (kq_free, defer.c).
+ *   token	the thread's olock token (kq_olock_me), 0 until its first
+ *		lock.
  * Only the thread itself and its signal handlers touch it.
  */
-#define KQ_TLS_HELD	4
 struct kq_tls {
 	int		locks;
 	int		async_owed;
 	unsigned	sig_quiet;
 	unsigned	sig_runs;
 	int		closing;
-	int		nheld;	/* locks taken or being taken (kq_tls_hold) ... */
-	const void	*held[KQ_TLS_HELD];	/* ... the first of them */
+	uint32_t	token;
 } __attribute__((aligned(16)));
 extern _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
 
@@ -524,56 +487,77 @@ kq_in_lock(void)
 }
 
 /*
- * A lock (a kqueue's, a datagram stripe), recorded in the thread's kq_tls
- * from before it is taken until after it is released: a signal handler
- * that interrupted the holder does not wait for it (kq_enter's EDEADLK,
- * dgram_total).  The slot is claimed (nheld raised) before it is
- * written, and cleared before it is given back, so a handler's own locks
- * never overwrite the interrupted code's slot.
+ * olocks (olock.c): one-word futex mutexes whose word names the owner
+ * thread -- kq_lock, the datagram stripes, reg_lock, the port timers'
+ * lock.  The word is the owner's token (kq_tls.token: a per-thread number
+ * shifted left by one, never 0) with bit 0 set while a thread may be
+ * waiting, and 0 when free.  The one compare-and-swap that takes the lock
+ * writes the owner, and the one exchange that releases it clears it, so
+ * kq_olock_mine() is exact at every instruction: a signal handler that
+ * interrupted its thread holding the lock knows it (and fails with
+ * EDEADLK or does without), and one that interrupted its thread waiting
+ * for the lock waits too, as it would on FreeBSD.  Uncontended, taking
+ * and releasing are one atomic instruction each; contention is handled
+ * out of line (a short spin, then FUTEX_WAIT).  A thread keeps its token
+ * in a fork() child.
  */
-static inline void
-kq_tls_hold(const void *kq)
-{
-	int n = kq_tls.nheld;
+uint32_t	 kq_olock_token(void);
+void		 kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c);
+void		 kq_olock_wake(_Atomic uint32_t *w);
 
-	kq_tls.nheld = n + 1;
-	atomic_signal_fence(memory_order_seq_cst);
-	if (n < KQ_TLS_HELD)
-		kq_tls.held[n] = kq;
-	atomic_signal_fence(memory_order_seq_cst);
+/* This thread's token, shifted (never 0). */
+static inline uint32_t
+kq_olock_me(void)
+{
+	uint32_t me = kq_tls.token;
+
+	return __builtin_expect(me != 0, 1) ? me : kq_olock_token();
 }
 
 static inline void
-kq_tls_unhold(void)
+kq_olock_lock(_Atomic uint32_t *w)
 {
-	int n = kq_tls.nheld - 1;
+	uint32_t me = kq_olock_me(), c = 0;
 
-	KQ_ASSERT(n >= 0);
-	atomic_signal_fence(memory_order_seq_cst);
-	if (n < KQ_TLS_HELD)
-		kq_tls.held[n] = NULL;
-	atomic_signal_fence(memory_order_seq_cst);
-	kq_tls.nheld = n;
+	if (!atomic_compare_exchange_strong_explicit(w, &c, me,
+	    memory_order_acquire, memory_order_relaxed))
+		kq_olock_wait(w, me, c);
 }
 
-/* Does this thread hold, or is it taking, the lock of kq (or lock)? */
+/* Take the lock only if it is free; never waits.  Returns 1 if taken. */
 static inline int
-kq_tls_holds(const void *kq)
+kq_olock_trylock(_Atomic uint32_t *w)
 {
-	for (int i = 0; i < kq_tls.nheld && i < KQ_TLS_HELD; i++)
-		if (kq_tls.held[i] == kq)
-			return 1;
-	return 0;
+	uint32_t c = 0;
+
+	return atomic_compare_exchange_strong_explicit(w, &c, kq_olock_me(),
+	    memory_order_acquire, memory_order_relaxed);
+}
+
+static inline void
+kq_olock_unlock(_Atomic uint32_t *w)
+{
+	if (atomic_exchange_explicit(w, 0, memory_order_release) & 1)
+		kq_olock_wake(w);
+}
+
+/* Does this thread hold the lock (not: is it waiting for it)?  A thread
+   without a token yet holds none. */
+static inline int
+kq_olock_mine(_Atomic uint32_t *w)
+{
+	uint32_t me = kq_tls.token;
+
+	return me != 0 &&
+	    (atomic_load_explicit(w, memory_order_relaxed) >> 1) == (me >> 1);
 }
 
 #define KQ_LOCK(kq)	do {						\
 	kq_tls_enter();							\
-	kq_tls_hold(kq);						\
-	kq_mutex_lock(&(kq)->kq_lock);					\
+	kq_olock_lock(&(kq)->kq_lock);					\
 } while (0)
 #define KQ_UNLOCK(kq)	do {						\
-	kq_mutex_unlock(&(kq)->kq_lock);				\
-	kq_tls_unhold();						\
+	kq_olock_unlock(&(kq)->kq_lock);				\
 	kq_tls_leave();							\
 } while (0)
 
@@ -677,10 +661,6 @@ struct kqueue	*kq_registry_acquire(int fd);
 int		 kq_registry_reserve_locked(int fd);
 struct kqueue	*kq_registry_insert_locked(int fd, struct kqueue *kq);
 void		 kq_registry_drop_old(struct kqueue *old);
-/* olock.c: a futex mutex whose word names its owner thread. */
-void		 kq_olock_lock(_Atomic uint32_t *w);
-void		 kq_olock_unlock(_Atomic uint32_t *w);
-int		 kq_olock_mine(_Atomic uint32_t *w);	/* held by this thread? */
 void		 kq_reg_lock(void);
 void		 kq_reg_unlock(void);
 /* Around making an internal descriptor and claiming it (registry.c). */

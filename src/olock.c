@@ -1,17 +1,17 @@
 /*
- * olock.c -- a futex mutex that knows its owner, for the locks a fork
- * child must be able to judge (reg_lock, the port timers' lock).
+ * olock.c -- the contended paths of the futex mutex that knows its owner
+ * (kq_int.h: kq_olock_lock and the rest are inline there).  Every lock of
+ * kq's that a signal handler or a fork child must be able to judge is
+ * one: kq_lock, the datagram stripes, reg_lock, the port timers' lock.
  *
- * The fork's prepare handler takes neither (registry.c): the child finds
- * each free, held by a thread that is not in the child (one whose section
- * outlasted the gate's patience: the child frees it), or held by its own
- * thread, when the fork came from a signal handler that interrupted the
- * holder (it stays held, for the interrupted code to release).  The lock
- * word is the owner's token (a per-thread number) shifted left by one,
- * with bit 0 set while a thread may be waiting, and 0 when free: it is set
- * by the one compare-and-swap that takes the lock and cleared by the one
- * exchange that releases it, so kq_olock_mine() is exact at every
- * instruction (the thread's token stays the same in the child).
+ * The fork's prepare handler takes neither reg_lock nor the port timers'
+ * lock (registry.c): the child finds each free, held by a thread that is
+ * not in the child (one whose section outlasted the gate's patience: the
+ * child frees it), or held by its own thread, when the fork came from a
+ * signal handler that interrupted the holder (it stays held, for the
+ * interrupted code to release).  kq_olock_mine() tells which, exactly: the
+ * word names its owner (kq_int.h), and the thread keeps its token in the
+ * child.
  */
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -20,34 +20,49 @@
 #include "kq_int.h"
 
 static _Atomic uint32_t olock_tokens = 1;
-static _Thread_local uint32_t olock_token
-    __attribute__((tls_model("initial-exec")));
 
-/* This thread's token (never 0).  A signal handler that interrupts the
-   first call may draw one of its own: both are this thread's for the
-   lock it takes with it. */
-static uint32_t
-olock_me(void)
+/*
+ * Draw this thread's token.  A signal handler that interrupts the first
+ * draw may draw one of its own: the handler's locks are all released when
+ * it returns, and whichever token is stored last is this thread's from
+ * then on.
+ */
+uint32_t
+kq_olock_token(void)
 {
-	uint32_t t = olock_token;
+	uint32_t t;
 
-	if (t == 0) {
-		do
-			t = atomic_fetch_add(&olock_tokens, 1) & 0x7fffffffu;
-		while (t == 0);
-		olock_token = t;
-	}
+	do
+		t = atomic_fetch_add(&olock_tokens, 1) & 0x7fffffffu;
+	while (t == 0);
+	kq_tls.token = t << 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	return t << 1;
 }
 
-void
-kq_olock_lock(_Atomic uint32_t *w)
-{
-	uint32_t me = olock_me(), c = 0;
+/*
+ * The lock was not free (c, its word, as the failed compare-and-swap saw
+ * it).  Spin a little while it is held by a thread that is not waited for
+ * (it is usually held for a system call or less), then mark it waited for
+ * and sleep.
+ */
+#define OLOCK_SPINS	100
 
-	if (atomic_compare_exchange_strong_explicit(w, &c, me,
-	    memory_order_acquire, memory_order_relaxed))
-		return;
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax()	__builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax()	__asm__ volatile ("yield" ::: "memory")
+#else
+#define cpu_relax()	do { } while (0)
+#endif
+
+void
+kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c)
+{
+	for (int i = 0; i < OLOCK_SPINS && c != 0 && !(c & 1); i++) {
+		cpu_relax();
+		c = atomic_load_explicit(w, memory_order_relaxed);
+	}
 	for (;;) {
 		if (c == 0) {
 			/* Taken with the waiter bit: another may still
@@ -67,15 +82,7 @@ kq_olock_lock(_Atomic uint32_t *w)
 }
 
 void
-kq_olock_unlock(_Atomic uint32_t *w)
+kq_olock_wake(_Atomic uint32_t *w)
 {
-	if (atomic_exchange_explicit(w, 0, memory_order_release) & 1)
-		syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-int
-kq_olock_mine(_Atomic uint32_t *w)
-{
-	return (atomic_load_explicit(w, memory_order_relaxed) >> 1) ==
-	    (olock_me() >> 1);
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }

@@ -503,7 +503,7 @@ kq_registry_drop_old(struct kqueue *old)
 	 * the registry's reference, as a handler's close() leaves it
 	 * (defer.c), instead of waiting for its own thread for ever.
 	 */
-	if (old != NULL && kq_in_lock() && kq_tls_holds(old)) {
+	if (old != NULL && kq_in_lock() && kq_olock_mine(&old->kq_lock)) {
 		kq_retire_later(old);
 		return;
 	}

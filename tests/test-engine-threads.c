@@ -20,6 +20,8 @@
  * count problems in atomics that the scenario's main thread checks.
  */
 #include <sched.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 
 #include "engine-helpers.h"
@@ -1065,6 +1067,144 @@ pipe_data_never_zero_with_threads_racing_readers_dispatch(void **state)
 	ring_run(EV_DISPATCH);
 }
 
+/*
+ * A signal handler's kevent() on a kqueue whose lock another thread holds,
+ * while the thread it interrupted only waits for that lock: on FreeBSD
+ * kevent() is a system call and the handler's call simply waits its turn.
+ * The holder runs changelists of 16 384 changes, so the interrupted
+ * thread, whose own calls change nothing, spends nearly all its time
+ * waiting for the lock and very little holding it.  (kq refuses a
+ * handler's call with EDEADLK only when its thread holds the lock --
+ * kevent.2, LINUX NOTES -- which here is the rare case; the handler's
+ * calls must nearly all work.)  The handler arms the next signal as it
+ * returns, so handlers never follow each other without a gap.
+ *
+ * Not under ThreadSanitizer: kq installs its signal handlers in the C
+ * library's place, so there the handler runs where the signal lands,
+ * inside TSan's runtime too, and its instrumented kevent() takes TSan's
+ * own locks again (the tool deadlocks itself: seen here, as in
+ * test-engine-scan's UDP handler and attacks a14-a17).
+ */
+#define WL_CHANGES	16384
+
+#if defined(__SANITIZE_THREAD__)
+#define WL_TSAN	1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WL_TSAN	1
+#endif
+#endif
+
+static struct {
+	int kq;
+	atomic_int stop;
+	volatile sig_atomic_t ok, deadlk, other;
+} wl;
+
+/* SIGALRM once, 300 us from now (it goes to the one thread that does not
+   block it). */
+static void
+wl_arm(void)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 300 } };
+
+	if (!atomic_load(&wl.stop))
+		(void)setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void
+wl_on_alarm(int sig)
+{
+	struct kevent c;
+	struct timespec zero = { 0, 0 };
+	int e = errno;
+
+	(void)sig;
+	EV_SET(&c, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	if (kevent(wl.kq, &c, 1, NULL, 0, &zero) == 0)
+		wl.ok++;
+	else if (errno == EDEADLK)
+		wl.deadlk++;
+	else
+		wl.other++;
+	wl_arm();
+	errno = e;
+}
+
+static void *
+wl_holder(void *arg)
+{
+	static struct kevent add[WL_CHANGES], del[WL_CHANGES];
+	struct timespec zero = { 0, 0 };
+	sigset_t set;
+
+	(void)arg;
+	sigemptyset(&set);
+	sigaddset(&set, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	for (int i = 0; i < WL_CHANGES; i++) {
+		EV_SET(&add[i], 100 + i, EVFILT_USER, EV_ADD, 0, 0, NULL);
+		EV_SET(&del[i], 100 + i, EVFILT_USER, EV_DELETE, 0, 0, NULL);
+	}
+	while (!atomic_load(&wl.stop)) {
+		E_CHECK(kevent(wl.kq, add, WL_CHANGES, NULL, 0, &zero) == 0,
+		    "%s", strerror(errno));
+		E_CHECK(kevent(wl.kq, del, WL_CHANGES, NULL, 0, &zero) == 0,
+		    "%s", strerror(errno));
+	}
+	return NULL;
+}
+
+static int
+wl_scenario(void *arg)
+{
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	struct timespec zero = { 0, 0 };
+	struct sigaction sa;
+	struct kevent ev;
+	pthread_t holder;
+	int64_t end;
+
+	(void)arg;
+	E_SYS(wl.kq = kqueue());
+	E_CHANGE(wl.kq, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wl_on_alarm;
+	sa.sa_flags = SA_RESTART;
+	E_SYS(sigaction(SIGALRM, &sa, NULL));
+	E_CHECK(pthread_create(&holder, NULL, wl_holder, NULL) == 0,
+	    "create");
+	wl_arm();
+	end = e_now_ms() + 1000;
+	while (e_now_ms() < end)
+		E_CHECK(kevent(wl.kq, NULL, 0, &ev, 1, &zero) >= 0 ||
+		    errno == EINTR, "%s", strerror(errno));
+	atomic_store(&wl.stop, 1);
+	E_SYS(setitimer(ITIMER_REAL, &off, NULL));
+	pthread_join(holder, NULL);
+	fprintf(stderr, "# handler's kevent: %d worked, %d EDEADLK, %d other\n",
+	    (int)wl.ok, (int)wl.deadlk, (int)wl.other);
+	E_CHECK(wl.other == 0, "%d handler calls failed otherwise",
+	    (int)wl.other);
+	E_CHECK(wl.ok >= 10 && wl.ok >= 4 * wl.deadlk,
+	    "%d handler calls refused with EDEADLK, %d worked",
+	    (int)wl.deadlk, (int)wl.ok);
+	close(wl.kq);
+	return 0;
+}
+
+static void
+kevent_from_handler_of_thread_waiting_for_the_kqueue_waits_its_turn(
+    void **state)
+{
+	(void)state;
+#ifdef WL_TSAN
+	fprintf(stderr, "a signal handler inside TSan's runtime: skip\n");
+	skip();
+#endif
+	E_RUN(wl_scenario, NULL, 30);
+}
+
 int
 main(void)
 {
@@ -1073,6 +1213,7 @@ main(void)
 		cmocka_unit_test(pipe_data_never_zero_with_threads_racing_readers_level),
 		cmocka_unit_test(pipe_data_never_zero_with_threads_racing_readers_clear),
 		cmocka_unit_test(pipe_data_never_zero_with_threads_racing_readers_dispatch),
+		cmocka_unit_test(kevent_from_handler_of_thread_waiting_for_the_kqueue_waits_its_turn),
 		cmocka_unit_test(second_sleeper_on_unread_level_socket_does_not_spin),
 		cmocka_unit_test(ten_clear_pipe_writes_wake_all_ten_sleepers),
 		cmocka_unit_test(ten_user_triggers_wake_all_ten_sleepers),
