@@ -739,11 +739,20 @@ kq_rebuild(struct kqueue *kq)
 				else if (w >= 0)
 					kq->kq_waitfd = w;
 			}
-		} else if ((e = errno) == EBADF)
-			/* Both numbers are ours (kq_owned, nfd just made):
-			   the kqueue's is at or above a lowered
-			   RLIMIT_NOFILE, where dup3 cannot put a file. */
-			e = EMFILE;
+		} else {
+			if ((e = errno) == EBADF)
+				/* Both numbers are ours (kq_owned, nfd just
+				   made): the kqueue's is at or above a
+				   lowered RLIMIT_NOFILE, where dup3 cannot
+				   put a file. */
+				e = EMFILE;
+			/* The old set stays: its doorbell ready only while
+			   it rings, or every wait would return at once
+			   (attack helper 23's F1: each idle wait spun). */
+			ev.events = kq->kq_src[KQ_SRC_BELL].ks_events;
+			(void)ksys_epoll_ctl(kq->kq_fd, EPOLL_CTL_MOD,
+			    kq->kq_src[KQ_SRC_BELL].ks_fd, &ev);
+		}
 	}
 	kq_close_raw(nfd);
 	kq_reg_unlock();
@@ -1217,11 +1226,14 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			break;
 		}
 		if (kq->kq_zombie) {
-			if ((e = kq_rebuild(kq)) != 0 && n == 0) {
-				/* Cannot get rid of a registration that
-				   would make every wait return at once: say
-				   so rather than spin. */
+			/* Cannot get rid of a registration that would make
+			   every wait return at once: the next call tries
+			   again (also after one that returns events), and
+			   one with nothing to return says so rather than
+			   spin. */
+			if ((e = kq_rebuild(kq)) != 0)
 				kq->kq_zombie = 1;
+			if (e != 0 && n == 0) {
 				n = e == EBADF ? kq_syserr(kq, EBADF, held) :
 				    -e;
 				break;

@@ -404,6 +404,58 @@ closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error(
 }
 
 /*
+ * As above, but the call made under the lowered limit has an event to
+ * return besides the closed number's registration.  Once the limit is back
+ * and the last copy of the closed number's file is gone, the kqueue must
+ * sleep again: waits that return nothing use no CPU (an implementation
+ * that left its set in a state where every wait returns at once, because
+ * the call that could not replace it returned events, spins until each
+ * deadline for good).
+ */
+static int
+kqueue_above_limit_with_events_child(void *arg)
+{
+	struct rlimit old;
+	struct kevent ev[4];
+	int kq, sv[2], keep, r;
+
+	(void)arg;
+	kq = kqueue_high(0);
+	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	E_CHECK(send(sv[1], "abc", 3, MSG_NOSIGNAL) == 3, "send");
+	E_CHANGE(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	E_CHANGE(kq, 7, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	E_SYS(keep = dup(sv[0]));
+	E_CHECK(syscall(SYS_close, sv[0]) == 0, "raw close");
+	E_CHECK(keep < 64 && sv[1] < 64, "descriptors %d %d", keep, sv[1]);
+	limit_to_64(&old);
+	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	r = e_wait(kq, ev, 4, 0);
+	E_SYS(setrlimit(RLIMIT_NOFILE, &old));
+	E_CHECK(r == 1 && ev[0].filter == EVFILT_USER && ev[0].ident == 7,
+	    "under the lowered limit: kevent() returned %d (%s), filter %d",
+	    r, r < 0 ? strerror(errno) : "", r > 0 ? ev[0].filter : 0);
+	E_SYS(close(keep));
+	waits_end_quietly(kq, undo_rlimit, &old);
+	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	r = e_wait(kq, ev, 4, 1000);
+	E_CHECK(r == 1 && ev[0].filter == EVFILT_USER && ev[0].ident == 7,
+	    "at the end: kevent() returned %d (%s), filter %d",
+	    r, r < 0 ? strerror(errno) : "", r > 0 ? ev[0].filter : 0);
+	close(kq);
+	close(sv[1]);
+	return 0;
+}
+
+static void
+kqueue_above_a_lowered_limit_sleeps_again_after_a_call_that_returned_events(
+    void **state)
+{
+	(void)state;
+	E_RUN(kqueue_above_limit_with_events_child, NULL, 20);
+}
+
+/*
  * A fork() where the child cannot take over a descriptor number: the
  * child's kqueues must not share anything with the parent's.  The
  * parent's kqueue (made while 600 numbers were taken, so at a high
@@ -822,6 +874,7 @@ main(void)
 		cmocka_unit_test(closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
 		cmocka_unit_test(scanned_closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin),
 		cmocka_unit_test(closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error),
+		cmocka_unit_test(kqueue_above_a_lowered_limit_sleeps_again_after_a_call_that_returned_events),
 		cmocka_unit_test(fork_with_the_kqueue_above_a_lowered_limit_gives_the_child_signal_wakeups_of_its_own),
 		cmocka_unit_test(user_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(timer_added_with_few_descriptors_free_reports_or_fails),
