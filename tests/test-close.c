@@ -12,6 +12,9 @@
 #include <sys/syscall.h>
 #include "helpers.h"
 
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE	(1U << 1)
+#endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC	(1U << 2)
 #endif
@@ -281,6 +284,59 @@ close_range_with_an_unknown_flag_fails_einval_and_closes_nothing(void **state)
 }
 
 /*
+ * close_range(2) with Linux's CLOSE_RANGE_UNSHARE in a process of one
+ * thread: its table is shared with no one, so the kernel closes in it as
+ * without the flag, and the kqueues in the range go as close() makes them
+ * go -- their number fails with EBADF, and nothing they held stays open.
+ * (With other threads the range is closed in a private copy of the table,
+ * and the kqueues stay theirs: tests/attack/a10.)  In a child, which has
+ * one thread whatever the suite made before.
+ */
+static int
+unshare_child(void)
+{
+	int n0 = t_count_fds(), kq, p[2], i;
+	struct kevent ch;
+
+	if (n0 < 0)
+		return 0;	/* no /proc: nothing to count */
+	if (pipe(p) != 0)
+		return 10;
+	for (i = 0; i < 20; i++) {
+		if ((kq = kqueue()) < 0)
+			return 11;
+		EV_SET(&ch, p[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+		if (kevent(kq, &ch, 1, NULL, 0, NULL) != 0)
+			return 12;
+		if (close_range((unsigned)kq, (unsigned)kq,
+		    CLOSE_RANGE_UNSHARE) != 0)
+			return 13;
+		if (kevent(kq, NULL, 0, NULL, 0, NULL) != -1 || errno != EBADF)
+			return 14;
+	}
+	close(p[0]);
+	close(p[1]);
+	return t_count_fds() == n0 ? 0 : 15;
+}
+
+static void
+close_range_unsharing_in_a_process_of_one_thread_frees_the_kqueues(
+    void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(unshare_child());
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/*
  * closefrom() in one thread while another adds and waits for process
  * knotes on a kqueue below the range: on FreeBSD the knotes need no
  * descriptor, so the watcher loses no NOTE_EXIT and gets no error, and the
@@ -538,6 +594,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(closefrom_drops_knotes_above_and_keeps_kqueue_below, teardown),
 		cmocka_unit_test_teardown(close_range_frees_a_kqueue_in_the_range, teardown),
+		cmocka_unit_test(close_range_unsharing_in_a_process_of_one_thread_frees_the_kqueues),
 		cmocka_unit_test_teardown(dup2_onto_watched_descriptor_drops_its_knote, teardown),
 		cmocka_unit_test_teardown(dup2_from_closed_descriptor_fails_ebadf_and_keeps_target_knote, teardown),
 		cmocka_unit_test_teardown(dup2_onto_itself_keeps_the_knote, teardown),
