@@ -15,6 +15,8 @@
 #include <linux/kcmp.h>
 #include <sys/syscall.h>
 
+#include <sys/stat.h>
+
 #include "kq_int.h"
 #include "ksys.h"
 
@@ -110,6 +112,24 @@ epoll_probe(int epfd, int fd, int *foreign)
 			break;
 	}
 	return found;
+}
+
+/*
+ * A digest of the file open at fd (its device and inode: sockets, pipes
+ * and anonymous files have inodes too), never 0; 0 if fd is not open or
+ * cannot be asked.  Two files told apart by it differ; two with the same
+ * digest are the same file but for a 64-bit collision.
+ */
+uint64_t
+fd_fileid(int fd)
+{
+	struct stat st;
+	uint64_t id;
+
+	if (fstat(fd, &st) != 0)
+		return 0;
+	id = ((uint64_t)st.st_ino * 0x9e3779b97f4a7c15ULL) ^ (uint64_t)st.st_dev;
+	return id != 0 ? id : 1;
 }
 
 int

@@ -481,6 +481,8 @@ fdreg_attach(struct kqueue *kq, struct knote *kn)
 	int fd = (int)kn->kn_ident;
 	struct knote *other = knote_fdchain(kq, fd);
 	uint32_t cur = kn->kn_reg & R_FILEMASK;
+	uint64_t id;
+	int e;
 
 	/* kn is already linked; any other knote carries the state, else
 	   kn carries what is known of the file (its kind). */
@@ -518,7 +520,20 @@ fdreg_attach(struct kqueue *kq, struct knote *kn)
 	 * (EBADF/ENOENT otherwise) and makes epoll evaluate the new knote's
 	 * condition at once, as FreeBSD's attach does.
 	 */
-	return fdreg_apply(kq, fd, cur, (cur & R_REG) != 0);
+	if ((e = fdreg_apply(kq, fd, cur, (cur & R_REG) != 0)) != 0 ||
+	    (kn->kn_reg & R_REG))
+		return e;
+	/*
+	 * No registration will prove the number names this file when kq
+	 * looks at it again (a regular file, an EVFILT_EMPTY knote alone):
+	 * the chain remembers the file's digest (kq_scan_active).  The new
+	 * knote names the file now at the number, and so do the others.
+	 */
+	id = fd_fileid(fd);
+	for (other = knote_fdchain(kq, fd); other != NULL;
+	    other = other->kn_link)
+		other->kn_fileid = id;
+	return 0;
 }
 
 /* kn was unlinked: shrink (or remove) the registration without it. */

@@ -26,4 +26,4 @@ const struct filterops *const kq_sysfilt_ops[KQ_FILTCOUNT] = {
 
 _Static_assert(sizeof(kq_sysfilt_ops) / sizeof(kq_sysfilt_ops[0]) ==
     KQ_FILTCOUNT, "one slot per FreeBSD filter and per private one");
-_Static_assert(sizeof(struct knote) == 56, "knote is 56 bytes");
+_Static_assert(sizeof(struct knote) == 64, "a knote is one cache line");

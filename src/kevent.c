@@ -345,6 +345,32 @@ kq_prefill(struct kevent *o, const struct knote *kn)
 	o->ext[0] = o->ext[1] = o->ext[2] = o->ext[3] = 0;
 }
 
+/*
+ * Does kn's number still name the file kn was registered on?  Asked
+ * before an fd knote from the active list is reported: its filter looked
+ * at the number itself (a level-triggered knote kq tracks, one emulated
+ * beside an EV_CLEAR one, one left over from a short eventlist), and a
+ * number closed behind the C library's back (a raw close, fclose()) and
+ * given to another file would otherwise report that file, with the old
+ * udata, for as long as it is ready.  Proven by the epoll registration
+ * (kcmp) or, for a file epoll refuses, by its digest (kn_fileid).  Not
+ * proven: 0, the set marked for a rebuild (a dup() may keep the old
+ * file's registration).  Cannot tell: 1.
+ */
+static int
+kq_number_proven(struct kqueue *kq, const struct knote *kn)
+{
+	int fd = (int)kn->kn_ident;
+
+	if (kn->kn_reg & R_REG) {
+		if (epoll_holds(kq->kq_fd, fd) != 0)
+			return 1;
+		kq->kq_zombie = 1;
+		return 0;
+	}
+	return kn->kn_fileid == 0 || fd_fileid(fd) == kn->kn_fileid;
+}
+
 /* Pass A: the active list.  Returns the number of kevents written. */
 static int
 kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
@@ -377,7 +403,8 @@ kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 			knote_drop(kq, kn);
 			continue;
 		}
-		if (r < 0) {
+		if (r < 0 || (r > 0 && fop->f_isfd &&
+		    !kq_number_proven(kq, kn))) {
 			knote_drop_fd(kq, (int)kn->kn_ident);
 			continue;
 		}

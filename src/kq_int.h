@@ -208,6 +208,10 @@ struct knote {
 					   last copied it out: while that one
 					   holds kq_lock, "delivered by this
 					   call" (kn_delivered, kevent.c) */
+	uint64_t	 kn_fileid;	/* fd knotes whose number no epoll
+					   registration proves (not R_REG):
+					   fd_fileid() of the file at attach,
+					   0 if unknown (fdreg_attach) */
 };
 
 /*
@@ -709,6 +713,7 @@ int		 kq_sockerr(int fd, int pending);
 void		 kq_sockerr_forget(int fd);
 int		 fd_is_epoll(int fd);
 int		 epoll_holds(int epfd, int fd);
+uint64_t	 fd_fileid(int fd);
 int		 kq_holds_number(const struct kqueue *kq, int fd);
 int		 epoll_probe(int epfd, int fd, int *foreign);
 int		 fd_same_file(int a, int b);

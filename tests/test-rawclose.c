@@ -242,6 +242,104 @@ file_read_knote_is_gone_after_raw_close(void **state)
 	expect_change_error(kq, (uintptr_t)fd, EVFILT_READ, EV_DELETE, EBADF);
 }
 
+/*
+ * Knotes whose readiness kq looks up on the number itself, rather than
+ * hearing it from the registered file, once the number is closed raw
+ * (FreeBSD drops the knotes at the close) and left closed or given to a
+ * file the program does not watch: none is reported again.  (Before,
+ * each reported the new file -- or, for a regular file, nothing at all
+ * -- with the old udata on every call: attack helper 23's F2.)
+ */
+#define GONE_FILE_WRITE		0	/* regular file, WRITE; left closed */
+#define GONE_FILE_READ		1	/* regular file, READ; an empty pipe */
+#define GONE_EMULATED		2	/* READ beside an EV_CLEAR WRITE */
+#define GONE_EMPTY		3	/* EVFILT_EMPTY alone */
+#define GONE_LEFT_OVER		4	/* READ and WRITE, room for one */
+
+static void
+tracked_knote_gone(int how)
+{
+	int kq = t_new_kq(), fd, sv[2], p[2], n;
+	char path[128];
+	struct kevent ch[2], ev[2];
+	struct timespec sec = { 1, 0 };
+
+	if (how <= GONE_FILE_READ) {
+		fd = make_file("g", "abc", path, sizeof(path));
+		EV_SET(&ch[0], fd, how == GONE_FILE_WRITE ? EVFILT_WRITE :
+		    EVFILT_READ, EV_ADD, 0, 0, (void *)1);
+		n = 1;
+	} else {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		fd = sv[0];
+		write_all(sv[1], "abc", 3);
+		EV_SET(&ch[0], fd, how == GONE_EMPTY ? EVFILT_EMPTY :
+		    EVFILT_READ, EV_ADD, 0, 0, (void *)1);
+		EV_SET(&ch[1], fd, EVFILT_WRITE, EV_ADD |
+		    (how == GONE_EMULATED ? EV_CLEAR : 0), 0, 0, (void *)2);
+		n = how == GONE_EMPTY ? 1 : 2;
+	}
+	assert_int_equal(kevent(kq, ch, n, NULL, 0, NULL), 0);
+	/* Reported; with room for one, the other is left for the next call. */
+	assert_int_equal(kevent(kq, NULL, 0, ev, how == GONE_LEFT_OVER ? 1 : 2,
+	    &sec), how == GONE_LEFT_OVER ? 1 : n);
+	raw_close(fd);
+	if (how > GONE_FILE_READ)
+		close(sv[1]);
+	if (how == GONE_FILE_READ || how == GONE_EMULATED) {
+		assert_int_equal(pipe(p), 0);
+		t_track(p[0]);
+		t_track(p[1]);
+		assert_true(p[0] == fd || p[1] == fd);
+		if (how == GONE_EMULATED)
+			write_all(p[1], "0123456789", 10);
+	} else if (how != GONE_FILE_WRITE) {
+		pair_at(fd, sv);
+		t_track(sv[0]);
+		t_track(sv[1]);
+		write_all(sv[1], "0123456789", 10);
+	}
+	t_expect_none(kq);
+	t_expect_none(kq);
+}
+
+static void
+regular_file_write_knote_is_gone_after_raw_close(void **state)
+{
+	(void)state;
+	tracked_knote_gone(GONE_FILE_WRITE);
+}
+
+static void
+regular_file_read_knote_ignores_the_pipe_at_its_number_after_raw_close(
+    void **state)
+{
+	(void)state;
+	tracked_knote_gone(GONE_FILE_READ);
+}
+
+static void
+read_knote_beside_clear_write_ignores_the_pipe_at_its_number(void **state)
+{
+	(void)state;
+	tracked_knote_gone(GONE_EMULATED);
+}
+
+static void
+empty_knote_ignores_the_socket_at_its_number_after_raw_close(void **state)
+{
+	(void)state;
+	tracked_knote_gone(GONE_EMPTY);
+}
+
+static void
+event_left_over_by_a_short_eventlist_ignores_the_new_file_at_its_number(
+    void **state)
+{
+	(void)state;
+	tracked_knote_gone(GONE_LEFT_OVER);
+}
+
 static void
 vnode_knote_of_file_closed_by_raw_syscall_is_not_reported(void **state)
 {
@@ -1301,6 +1399,11 @@ main(void)
 		cmocka_unit_test(add_on_number_reused_after_raw_close_watches_the_new_file),
 		cmocka_unit_test(add_of_other_filter_on_reused_number_watches_the_new_file),
 		cmocka_unit_test(file_read_knote_is_gone_after_raw_close),
+		cmocka_unit_test(regular_file_write_knote_is_gone_after_raw_close),
+		cmocka_unit_test(regular_file_read_knote_ignores_the_pipe_at_its_number_after_raw_close),
+		cmocka_unit_test(read_knote_beside_clear_write_ignores_the_pipe_at_its_number),
+		cmocka_unit_test(empty_knote_ignores_the_socket_at_its_number_after_raw_close),
+		cmocka_unit_test(event_left_over_by_a_short_eventlist_ignores_the_new_file_at_its_number),
 		cmocka_unit_test(vnode_knote_of_file_closed_by_raw_syscall_is_not_reported),
 		cmocka_unit_test(vnode_knote_of_number_reused_by_another_file_is_gone),
 		cmocka_unit_test(vnode_knote_of_number_reused_by_a_watched_socket_leaves_its_knote),
