@@ -290,16 +290,21 @@ close_range_with_an_unknown_flag_fails_einval_and_closes_nothing(void **state)
  * go -- their number fails with EBADF, and nothing they held stays open.
  * (With other threads the range is closed in a private copy of the table,
  * and the kqueues stay theirs: tests/attack/a10.)  In a child, which has
- * one thread whatever the suite made before.
+ * one thread whatever the suite made before -- but for a sanitizer's own
+ * thread (ThreadSanitizer's background thread shares the table): then
+ * there is nothing to check.
  */
 static int
 unshare_child(void)
 {
 	int n0 = t_count_fds(), kq, p[2], i;
 	struct kevent ch;
+	struct stat st;
 
 	if (n0 < 0)
 		return 0;	/* no /proc: nothing to count */
+	if (stat("/proc/self/task", &st) != 0 || st.st_nlink != 3)
+		return 77;	/* another thread shares the table */
 	if (pipe(p) != 0)
 		return 10;
 	for (i = 0; i < 20; i++) {
@@ -333,6 +338,10 @@ close_range_unsharing_in_a_process_of_one_thread_frees_the_kqueues(
 		_exit(unshare_child());
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77) {
+		fprintf(stderr, "another thread in the child: skip\n");
+		skip();
+	}
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
