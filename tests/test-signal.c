@@ -27,6 +27,7 @@
 
 static const int used_sigs[] = {
 	SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH, SIGURG, SIGCHLD, SIGTERM, SIGALRM,
+	SIGINT, SIGQUIT,
 };
 #define N_USED	(int)(sizeof(used_sigs) / sizeof(used_sigs[0]))
 static struct sigaction saved_sa[N_USED];
@@ -1261,6 +1262,88 @@ kqueue_create_close_cycles_leak_nothing_and_keep_dispositions(void **state)
 	kill_self(SIGUSR2, 1);		/* ignored: we survive */
 }
 
+/*
+ * system() ignores SIGINT and SIGQUIT in the caller while its command
+ * runs (POSIX): the program's handler does not run then, but a watched
+ * signal is counted, as any ignored one is.  Here the command itself
+ * sends them.  Afterwards the handler is back.
+ */
+static void
+signals_system_ignores_while_its_command_runs_are_counted(void **state)
+{
+	int kq = t_new_kq();
+	char cmd[96];
+
+	(void)state;
+	set_disp(SIGINT, on_hit, 0);
+	set_disp(SIGQUIT, on_hit, 0);
+	t_change(kq, SIGINT, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	snprintf(cmd, sizeof(cmd), "kill -INT %d; kill -INT %d; kill -QUIT %d",
+	    (int)getpid(), (int)getpid(), (int)getpid());
+	assert_int_equal(system(cmd), 0);
+	expect_sig(kq, SIGINT, 2);
+	assert_int_equal(hits[SIGINT], 0);
+	assert_int_equal(hits[SIGQUIT], 0);
+	kill_self(SIGINT, 1);
+	assert_int_equal(hits[SIGINT], 1);
+	expect_sig(kq, SIGINT, 1);
+}
+
+/* system()'s result is the command's wait status; system(NULL) says a
+   shell is there. */
+static void
+system_returns_the_commands_wait_status(void **state)
+{
+	int st;
+
+	(void)state;
+	assert_int_not_equal(system(NULL), 0);
+	st = system("exit 3");
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 3);
+	st = system("kill -TERM $$");
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+}
+
+/*
+ * system() is a cancellation point: a thread cancelled while the command
+ * runs ends without waiting for it, the command is gone (no child left to
+ * reap) and SIGINT's disposition is the program's again.
+ */
+static void *
+system_sleeper(void *arg)
+{
+	(void)arg;
+	(void)system("sleep 30");
+	return NULL;
+}
+
+static void
+system_cancelled_kills_its_command_and_restores_sigint(void **state)
+{
+	struct sigaction sa;
+	struct timespec t0, t1;
+	pthread_t t;
+	void *res;
+
+	(void)state;
+	set_disp(SIGINT, on_hit, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(pthread_create(&t, NULL, system_sleeper, NULL), 0);
+	usleep(200000);
+	assert_int_equal(pthread_cancel(t), 0);
+	assert_int_equal(pthread_join(t, &res), 0);
+	assert_ptr_equal(res, PTHREAD_CANCELED);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(t1.tv_sec - t0.tv_sec < 10);	/* not the 30 s sleep */
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	assert_int_equal(sigaction(SIGINT, NULL, &sa), 0);
+	assert_ptr_equal(sa.sa_handler, on_hit);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -1301,6 +1384,9 @@ main(void)
 		T(fork_child_inherits_no_kqueue_but_can_watch_signals_itself),
 		T(fork_child_keeps_ignored_disposition_across_exec),
 		T(kqueue_create_close_cycles_leak_nothing_and_keep_dispositions),
+		T(signals_system_ignores_while_its_command_runs_are_counted),
+		T(system_returns_the_commands_wait_status),
+		T(system_cancelled_kills_its_command_and_restores_sigint),
 	};
 
 	return t_run_group(tests, NULL, NULL);
