@@ -167,6 +167,21 @@ eventfd_count(int fd, uint64_t *v)
 
 static _Atomic uint32_t dg_stripe[DG_STRIPES];	/* olocks */
 
+/*
+ * In a fork() child (registry.c): a stripe held by a thread that is not in
+ * the child is freed, or the child's first walk on it would wait for ever
+ * (attack helper 24's F3); one the child's own thread holds (the fork came
+ * from a signal handler that interrupted its walk) stays, for the walk to
+ * release.
+ */
+void
+kq_dgram_atfork_child(void)
+{
+	for (int i = 0; i < DG_STRIPES; i++)
+		if (!kq_olock_mine(&dg_stripe[i]))
+			atomic_store(&dg_stripe[i], 0);
+}
+
 static int
 dg_set_off(int fd, int off)
 {

@@ -505,6 +505,7 @@ kq_in_lock(void)
  * out of line (a short spin, then FUTEX_WAIT).  A thread keeps its token
  * in a fork() child.
  */
+void		 kq_dgram_atfork_child(void);	/* filt_fd.c */
 uint32_t	 kq_olock_token(void);
 void		 kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c);
 void		 kq_olock_wake(_Atomic uint32_t *w);

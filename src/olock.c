@@ -4,8 +4,9 @@
  * kq's that a signal handler or a fork child must be able to judge is
  * one: kq_lock, the datagram stripes, reg_lock, the port timers' lock.
  *
- * The fork's prepare handler takes neither reg_lock nor the port timers'
- * lock (registry.c): the child finds each free, held by a thread that is
+ * The fork's prepare handler takes none of them (registry.c): the child
+ * finds each of reg_lock, the port timers' lock and the datagram stripes
+ * (kq_dgram_atfork_child) free, held by a thread that is
  * not in the child (one whose section outlasted the gate's patience: the
  * child frees it), or held by its own thread, when the fork came from a
  * signal handler that interrupted the holder (it stays held, for the

@@ -997,6 +997,7 @@ reg_atfork_child(void)
 	for (kq = pool_free; kq != NULL; kq = kq->kq_poolnext)
 		atomic_store(&kq->kq_lock, 0);
 	reg_atfork_done();
+	kq_dgram_atfork_child();
 	kq_sig_atfork_child();
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

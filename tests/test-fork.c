@@ -16,7 +16,10 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -290,6 +293,89 @@ empty_churn(void *arg)
 	return NULL;
 }
 
+/*
+ * A fork() while another thread of the parent counts the datagrams queued
+ * on a UDP socket for its kqueue (FreeBSD's data is every queued byte,
+ * which Linux can only count by walking the queue): the child watches the
+ * same inherited socket with a kqueue of its own, and its kevent()
+ * returns at once with the socket readable, as on FreeBSD.  (The walk's
+ * lock, held by a thread that is not in the child, made the child wait
+ * for ever: attack helper 24's F3.)
+ */
+static int dg_kq;
+
+static void *
+dgram_poller(void *arg)
+{
+	struct kevent ev[4];
+	struct timespec zero = { 0, 0 };
+
+	(void)arg;
+	while (!atomic_load(&stop))
+		(void)kevent(dg_kq, NULL, 0, ev, 4, &zero);
+	return NULL;
+}
+
+static int
+dgram_child(int u)
+{
+	struct kevent kev;
+	struct timespec sec = { 1, 0 };
+	int kq = kqueue();
+
+	alarm(5);	/* a child that waits for ever fails, not hangs */
+	if (kq < 0)
+		return 2;
+	EV_SET(&kev, (uintptr_t)u, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &kev, 1, &kev, 1, &sec) != 1 || kev.data <= 0)
+		return 3;
+	return 0;
+}
+
+static void
+fork_child_of_a_thread_counting_datagrams_watches_the_socket_itself(
+    void **state)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	struct kevent kev;
+	char msg[512];
+	pthread_t t;
+	int s, u, i, st;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s = t_track(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	u = t_track(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+	assert_int_equal(bind(u, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(u, (struct sockaddr *)&a, &len), 0);
+	memset(msg, 'x', sizeof(msg));
+	for (i = 0; i < 200; i++)
+		assert_int_equal(sendto(s, msg, sizeof(msg), 0,
+		    (struct sockaddr *)&a, sizeof(a)), (ssize_t)sizeof(msg));
+	dg_kq = t_track(kqueue());
+	EV_SET(&kev, (uintptr_t)u, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(kevent(dg_kq, &kev, 1, NULL, 0, NULL), 0);
+	atomic_store(&stop, 0);
+	assert_int_equal(pthread_create(&t, NULL, dgram_poller, NULL), 0);
+	for (i = 0; i < 50; i++) {
+		pid_t p = fork();
+
+		assert_true(p >= 0);
+		if (p == 0)
+			T_EXIT(dgram_child(u));
+		assert_int_equal(waitpid(p, &st, 0), p);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fprintf(stderr, "fork %d: child status %#x\n", i, st);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	atomic_store(&stop, 1);
+	pthread_join(t, NULL);
+}
+
 /* An EVFILT_EMPTY knote's first makes an epoll set of kq's own. */
 static void
 fork_child_of_threads_adding_empty_knotes_inherits_no_epoll_set(
@@ -470,6 +556,7 @@ main(void)
 		cmocka_unit_test(fork_child_of_a_thread_collecting_eventfd_events_inherits_no_kq_file),
 		cmocka_unit_test(fork_child_of_threads_making_kqueues_with_timers_inherits_no_timer),
 		cmocka_unit_test(fork_child_of_threads_adding_empty_knotes_inherits_no_epoll_set),
+		cmocka_unit_test(fork_child_of_a_thread_counting_datagrams_watches_the_socket_itself),
 		cmocka_unit_test(vfork_child_closing_a_watched_descriptor_keeps_the_parents_knote),
 		cmocka_unit_test(vfork_child_closing_the_kqueue_keeps_the_parents_kqueue),
 		cmocka_unit_test(vfork_child_closing_every_descriptor_keeps_the_parents_kqueues),
