@@ -1383,6 +1383,36 @@ kq_lookup_slow(int kqfd, int *error)
 }
 
 /*
+ * KQ_LOCK for kq_enter; 0 if it gave up.  A signal handler that
+ * interrupted its thread inside kq's locks (handler) may find kq's lock
+ * held by a thread that itself waits for a lock the interrupted code holds
+ * -- another kqueue's, a datagram stripe -- and neither would ever move
+ * (attack helper 24's F1 and F2: two threads whose handlers change each
+ * other's kqueue hung for good).  So such a handler does not wait when
+ * the interrupted code holds a lock (kq_tls.owned): it tries once.  When
+ * that code was only waiting for a lock (or had just taken or was just
+ * letting go of one: the count's instruction-wide lag), it waits as any
+ * waiter does, but at most KQ_HANDLER_PATIENCE_NS: a lock another thread
+ * holds for its own work is let go well within that.
+ */
+#define KQ_HANDLER_PATIENCE_NS	1000000000LL
+
+static int
+kq_enter_lock(struct kqueue *kq, int handler)
+{
+	if (__builtin_expect(!handler, 1)) {
+		KQ_LOCK(kq);
+		return 1;
+	}
+	kq_tls_enter();
+	if (kq_tls.owned > 0 ? kq_olock_trylock(&kq->kq_lock) :
+	    kq_olock_timedlock(&kq->kq_lock, KQ_HANDLER_PATIENCE_NS))
+		return 1;
+	kq_tls_leave();
+	return 0;
+}
+
+/*
  * The kqueue of descriptor kqfd, locked and alive, or NULL with *error set.
  * The common case takes no reference (see registry.c): the registry maps
  * kqfd to kq while we hold kq_lock, so kq cannot be destroyed before we
@@ -1393,6 +1423,7 @@ struct kqueue *
 kq_enter(int kqfd, int *held, int *error)
 {
 	struct kqueue *kq = kq_registry_peek(kqfd);
+	int handler = kq_in_lock();
 
 	/*
 	 * A signal handler that interrupted this thread inside the
@@ -1400,15 +1431,18 @@ kq_enter(int kqfd, int *held, int *error)
 	 * (kevent.2, LINUX NOTES).  The lock's word names its holder
 	 * (kq_olock_mine), so a thread asleep in kevent(), or only waiting
 	 * for the lock, holds none: its handlers' calls work, or wait, as
-	 * on FreeBSD.
+	 * on FreeBSD (with patience: kq_enter_lock).
 	 */
-	if (__builtin_expect(kq_in_lock(), 0) &&
+	if (__builtin_expect(handler, 0) &&
 	    ((kq != NULL && kq_olock_mine(&kq->kq_lock)) || kq_reg_mine())) {
 		*error = EDEADLK;
 		return NULL;
 	}
 	if (kq != NULL) {
-		KQ_LOCK(kq);
+		if (!kq_enter_lock(kq, handler)) {
+			*error = EDEADLK;
+			return NULL;
+		}
 		if (kq_registry_peek(kqfd) == kq) {
 			if (!kq->kq_dead) {
 				*held = 0;
@@ -1422,13 +1456,14 @@ kq_enter(int kqfd, int *held, int *error)
 	}
 	if ((kq = kq_lookup_slow(kqfd, error)) == NULL)
 		return NULL;
-	if (__builtin_expect(kq_in_lock(), 0) &&
-	    kq_olock_mine(&kq->kq_lock)) {
+	if (__builtin_expect(handler, 0) && (kq_olock_mine(&kq->kq_lock) ||
+	    !kq_enter_lock(kq, handler))) {
 		kq_release(kq);
 		*error = EDEADLK;
 		return NULL;
 	}
-	KQ_LOCK(kq);
+	if (!handler)
+		KQ_LOCK(kq);
 	*held = 1;
 	if (kq->kq_dead) {
 		KQ_UNLOCK(kq);

@@ -394,6 +394,11 @@ struct kqueue {
  *		nothing then (kq_free, defer.c).
  *   token	the thread's olock token (kq_olock_me), 0 until its first
  *		lock.
+ *   owned	counts the olocks the thread holds: raised after one is
+ *		taken, lowered before it is let go (so it may be 0 for an
+ *		instruction or two while one is held, never the reverse).
+ *		A signal handler that sees it non-zero does not wait for
+ *		another thread's lock (kq_enter_lock).
  * Only the thread itself and its signal handlers touch it.
  */
 struct kq_tls {
@@ -403,6 +408,7 @@ struct kq_tls {
 	unsigned	sig_runs;
 	int		closing;
 	uint32_t	token;
+	int		owned;
 } __attribute__((aligned(16)));
 extern _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
 
@@ -508,6 +514,7 @@ kq_in_lock(void)
 void		 kq_dgram_atfork_child(void);	/* filt_fd.c */
 uint32_t	 kq_olock_token(void);
 void		 kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c);
+int		 kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns);
 void		 kq_olock_wake(_Atomic uint32_t *w);
 
 /* This thread's token, shifted (never 0). */
@@ -527,6 +534,8 @@ kq_olock_lock(_Atomic uint32_t *w)
 	if (!atomic_compare_exchange_strong_explicit(w, &c, me,
 	    memory_order_acquire, memory_order_relaxed))
 		kq_olock_wait(w, me, c);
+	kq_tls.owned++;
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* Take the lock only if it is free; never waits.  Returns 1 if taken. */
@@ -535,13 +544,19 @@ kq_olock_trylock(_Atomic uint32_t *w)
 {
 	uint32_t c = 0;
 
-	return atomic_compare_exchange_strong_explicit(w, &c, kq_olock_me(),
-	    memory_order_acquire, memory_order_relaxed);
+	if (!atomic_compare_exchange_strong_explicit(w, &c, kq_olock_me(),
+	    memory_order_acquire, memory_order_relaxed))
+		return 0;
+	kq_tls.owned++;
+	atomic_signal_fence(memory_order_seq_cst);
+	return 1;
 }
 
 static inline void
 kq_olock_unlock(_Atomic uint32_t *w)
 {
+	atomic_signal_fence(memory_order_seq_cst);
+	kq_tls.owned--;
 	if (atomic_exchange_explicit(w, 0, memory_order_release) & 1)
 		kq_olock_wake(w);
 }

@@ -16,6 +16,7 @@
  */
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kq_int.h"
@@ -86,4 +87,53 @@ void
 kq_olock_wake(_Atomic uint32_t *w)
 {
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/*
+ * kq_olock_lock that waits at most ns nanoseconds: 1 if taken, 0 if not
+ * (a timed-out waiter may leave the waiter bit: the holder then makes one
+ * wake-up more).  For a signal handler, which must not wait for ever
+ * (kevent.c, kq_enter_lock); async-signal-safe.
+ */
+int
+kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns)
+{
+	uint32_t me = kq_olock_me(), c = 0;
+	struct timespec now, left;
+	int64_t end, rest;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	end = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + ns;
+	if (atomic_compare_exchange_strong_explicit(w, &c, me,
+	    memory_order_acquire, memory_order_relaxed))
+		goto taken;
+	for (int i = 0; i < OLOCK_SPINS && c != 0 && !(c & 1); i++) {
+		cpu_relax();
+		c = atomic_load_explicit(w, memory_order_relaxed);
+	}
+	for (;;) {
+		if (c == 0) {
+			/* With the waiter bit, as kq_olock_wait. */
+			if (atomic_compare_exchange_strong_explicit(w, &c,
+			    me | 1, memory_order_acquire,
+			    memory_order_relaxed))
+				break;
+			continue;
+		}
+		if (!(c & 1) && !atomic_compare_exchange_strong_explicit(w,
+		    &c, c | 1, memory_order_relaxed, memory_order_relaxed))
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		rest = end - ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+		if (rest <= 0)
+			return 0;
+		left.tv_sec = (time_t)(rest / 1000000000);
+		left.tv_nsec = (long)(rest % 1000000000);
+		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, &left, NULL, 0);
+		c = atomic_load_explicit(w, memory_order_relaxed);
+	}
+taken:
+	kq_tls.owned++;
+	atomic_signal_fence(memory_order_seq_cst);
+	return 1;
 }

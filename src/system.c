@@ -15,7 +15,9 @@
  *     waited for;
  *   - the command runs as "/bin/sh -c line", with the caller's signal
  *     mask and with SIGINT and SIGQUIT at their default unless they were
- *     ignored before;
+ *     ignored before (one that a knote watches is at its default even
+ *     then: the kernel holds kq's handler, which exec resets -- as any
+ *     exec from a process watching an ignored signal, kevent.2);
  *   - a shell that cannot be started is reported as an exit status of
  *     127, with errno set;
  *   - it is a cancellation point (the wait): a cancelled call kills the

@@ -1278,10 +1278,12 @@ signals_system_ignores_while_its_command_runs_are_counted(void **state)
 	set_disp(SIGINT, on_hit, 0);
 	set_disp(SIGQUIT, on_hit, 0);
 	t_change(kq, SIGINT, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
-	snprintf(cmd, sizeof(cmd), "kill -INT %d; kill -INT %d; kill -QUIT %d",
-	    (int)getpid(), (int)getpid(), (int)getpid());
+	/* One of each: Linux merges a second SIGINT sent before the first
+	   is delivered (kevent.2, LINUX NOTES). */
+	snprintf(cmd, sizeof(cmd), "kill -INT %d; kill -QUIT %d",
+	    (int)getpid(), (int)getpid());
 	assert_int_equal(system(cmd), 0);
-	expect_sig(kq, SIGINT, 2);
+	expect_sig(kq, SIGINT, 1);
 	assert_int_equal(hits[SIGINT], 0);
 	assert_int_equal(hits[SIGQUIT], 0);
 	kill_self(SIGINT, 1);
