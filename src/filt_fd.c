@@ -198,13 +198,24 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain)
 	int64_t total = 0;
 	char c;
 
-	/* A signal handler that interrupted this thread's walk (its
-	   stripe lock held, the peek offset moved) keeps FIONREAD's count
-	   rather than wait for itself (attack helper 21's r5 hung). */
+	/*
+	 * A signal handler that interrupted this thread's walk (its stripe
+	 * lock held, the peek offset moved) keeps FIONREAD's count rather
+	 * than wait for itself (attack helper 21's r5 hung).  So does one
+	 * that interrupted its thread holding any other of kq's locks (this
+	 * walk's caller holds kq_lock: one) when another thread holds the
+	 * stripe: that thread may be a handler's own, waiting for a lock
+	 * the interrupted code holds (attack helper 25's F2: two threads'
+	 * handlers waited for each other's stripes).
+	 */
 	if (kq_olock_mine(lk) ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, &len) != 0)
 		return -1;
-	kq_olock_lock(lk);
+	if (__builtin_expect(kq_tls.owned > 1, 0)) {
+		if (!kq_olock_trylock(lk))
+			return -1;
+	} else
+		kq_olock_lock(lk);
 	if (dg_set_off(fd, 0) != 0) {
 		kq_olock_unlock(lk);
 		return -1;

@@ -1199,7 +1199,16 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	uint64_t seq;
 	uint64_t runs;
 
-	if (tsp == NULL || tsp->tv_sec > INT32_MAX)
+	/*
+	 * A call from a signal handler that interrupted its thread holding
+	 * another of kq's locks (this call holds kq_lock: one) does not
+	 * sleep: it would take kq_lock again after the wait, from a thread
+	 * that may be waiting for the interrupted code's lock (attack
+	 * helper 25's F1).  It looks, as with a zero timeout (kevent.2).
+	 */
+	if (__builtin_expect(kq_tls.owned > 1, 0))
+		zero = 1;
+	else if (tsp == NULL || tsp->tv_sec > INT32_MAX)
 		infinite = 1;
 	else if (tsp->tv_sec == 0 && tsp->tv_nsec == 0)
 		zero = 1;

@@ -946,6 +946,13 @@ reg_atfork_child(void)
 			for (b = kq->kq_intfd[k]; b != 0; b &= b - 1)
 				kq_close_raw(k * 64 + __builtin_ctzll(b));
 		kq->kq_dead = 1;
+		/* Its lock, held by a thread that is not in the child, is
+		   freed: this thread may have been waiting for it when its
+		   handler forked (attack helper 25's F3); it finds the
+		   kqueue dead.  One this thread holds stays, for the
+		   interrupted code to release. */
+		if (!kq_olock_mine(&kq->kq_lock))
+			atomic_store(&kq->kq_lock, 0);
 		kq->kq_allnext = NULL;
 		kq->kq_allprev = NULL;
 		kq->kq_poolnext = fork_orphans;
