@@ -28,6 +28,7 @@ static int kqA;
 static pid_t parent;
 static atomic_int stop;
 static atomic_int child_pid;
+static atomic_int running;	/* both threads are in their loops */
 
 static void on_usr1(int s)
 {
@@ -50,6 +51,7 @@ static void *xthr(void *a)
 		(void)kevent(kqA, NULL, 0, &ev, 1, &z);
 		if (getpid() != parent)
 			_exit(0);	/* the child got out of kevent() */
+		atomic_fetch_or(&running, 1);
 	}
 	return NULL;
 }
@@ -59,8 +61,10 @@ static void *ythr(void *a)
 	struct kevent ev;
 	struct timespec z = { 0, 0 };
 	(void)a;
-	while (!atomic_load(&stop))
+	while (!atomic_load(&stop)) {
 		(void)kevent(kqA, NULL, 0, &ev, 1, &z);
+		atomic_fetch_or(&running, 2);
+	}
 	return NULL;
 }
 
@@ -93,6 +97,12 @@ int main(void)
 	sigaction(SIGUSR1, &act, NULL);
 	pthread_create(&x, NULL, xthr, NULL);
 	pthread_create(&y, NULL, ythr, NULL);
+	/* Not before the threads run kq: a fork from a handler that
+	   interrupted a thread still starting (in a sanitizer's thread set-up,
+	   holding its allocator's lock) would hang the child in the
+	   sanitizer. */
+	while (atomic_load(&running) != 3)
+		usleep(1000);
 	for (int i = 0; i < 40 && !hung; i++) {
 		int st;
 		pid_t p;
