@@ -1193,7 +1193,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 {
 	int64_t deadline = -1, tmo;
 	int n, r, i, want, infinite = 0, zero = 0, e, stale, rebuilt = 0, fast;
-	int plain;
+	int plain, inside;
 	int batch;
 	struct kq_quiet quiet;
 	uint64_t seq;
@@ -1204,9 +1204,11 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	 * another of kq's locks (this call holds kq_lock: one) does not
 	 * sleep: it would take kq_lock again after the wait, from a thread
 	 * that may be waiting for the interrupted code's lock (attack
-	 * helper 25's F1).  It looks, as with a zero timeout (kevent.2).
+	 * helper 25's F1).  It looks, as with a zero timeout (kevent.2),
+	 * and under the lock it holds: not by the fast round, which lets
+	 * the lock go around its look (attack helper 26's F1).
 	 */
-	if (__builtin_expect(kq_tls.owned > 1, 0))
+	if (__builtin_expect((inside = kq_tls.owned > 1), 0))
 		zero = 1;
 	else if (tsp == NULL || tsp->tv_sec > INT32_MAX)
 		infinite = 1;
@@ -1242,7 +1244,8 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	 * (a zero timeout makes it a look).  The events it brings are
 	 * translated under the lock as any wait's.
 	 */
-	fast = kq->kq_count == 0 && !kq->kq_zombie && kq->kq_empty == NULL;
+	fast = kq->kq_count == 0 && !kq->kq_zombie && kq->kq_empty == NULL &&
+	    !inside;
 	for (;;) {
 		if (fast) {
 			fast = 0;

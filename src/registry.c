@@ -946,6 +946,10 @@ reg_atfork_child(void)
 			for (b = kq->kq_intfd[k]; b != 0; b &= b - 1)
 				kq_close_raw(k * 64 + __builtin_ctzll(b));
 		kq->kq_dead = 1;
+		/* Its numbers are closed: a call this thread resumes must
+		   not ring its doorbell (the child's file may be there now:
+		   attack helper 26's F2). */
+		kq->kq_unowned = 1;
 		/* Its lock, held by a thread that is not in the child, is
 		   freed: this thread may have been waiting for it when its
 		   handler forked (attack helper 25's F3); it finds the
