@@ -58,9 +58,23 @@ kq_olock_token(void)
 #define cpu_relax()	do { } while (0)
 #endif
 
-void
-kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c)
+static int64_t
+olock_now(void)
 {
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Take the lock, waiting until the monotonic time end (never if end is
+   negative): 1 if taken, 0 if end came first. */
+static int
+olock_wait_until(_Atomic uint32_t *w, uint32_t me, uint32_t c, int64_t end)
+{
+	struct timespec left;
+	int64_t rest;
+
 	for (int i = 0; i < OLOCK_SPINS && c != 0 && !(c & 1); i++) {
 		cpu_relax();
 		c = atomic_load_explicit(w, memory_order_relaxed);
@@ -72,15 +86,31 @@ kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c)
 			if (atomic_compare_exchange_strong_explicit(w, &c,
 			    me | 1, memory_order_acquire,
 			    memory_order_relaxed))
-				return;
+				return 1;
 			continue;
 		}
 		if (!(c & 1) && !atomic_compare_exchange_strong_explicit(w,
 		    &c, c | 1, memory_order_relaxed, memory_order_relaxed))
 			continue;
-		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, NULL, NULL, 0);
+		if (end < 0)
+			syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, NULL,
+			    NULL, 0);
+		else {
+			if ((rest = end - olock_now()) <= 0)
+				return 0;
+			left.tv_sec = (time_t)(rest / 1000000000);
+			left.tv_nsec = (long)(rest % 1000000000);
+			syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, &left,
+			    NULL, 0);
+		}
 		c = atomic_load_explicit(w, memory_order_relaxed);
 	}
+}
+
+void
+kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c)
+{
+	(void)olock_wait_until(w, me, c, -1);
 }
 
 void
@@ -99,40 +129,11 @@ int
 kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns)
 {
 	uint32_t me = kq_olock_me(), c = 0;
-	struct timespec now, left;
-	int64_t end, rest;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	end = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + ns;
-	if (atomic_compare_exchange_strong_explicit(w, &c, me,
-	    memory_order_acquire, memory_order_relaxed))
-		goto taken;
-	for (int i = 0; i < OLOCK_SPINS && c != 0 && !(c & 1); i++) {
-		cpu_relax();
-		c = atomic_load_explicit(w, memory_order_relaxed);
-	}
-	for (;;) {
-		if (c == 0) {
-			/* With the waiter bit, as kq_olock_wait. */
-			if (atomic_compare_exchange_strong_explicit(w, &c,
-			    me | 1, memory_order_acquire,
-			    memory_order_relaxed))
-				break;
-			continue;
-		}
-		if (!(c & 1) && !atomic_compare_exchange_strong_explicit(w,
-		    &c, c | 1, memory_order_relaxed, memory_order_relaxed))
-			continue;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		rest = end - ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
-		if (rest <= 0)
-			return 0;
-		left.tv_sec = (time_t)(rest / 1000000000);
-		left.tv_nsec = (long)(rest % 1000000000);
-		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, &left, NULL, 0);
-		c = atomic_load_explicit(w, memory_order_relaxed);
-	}
-taken:
+	if (!atomic_compare_exchange_strong_explicit(w, &c, me,
+	    memory_order_acquire, memory_order_relaxed) &&
+	    !olock_wait_until(w, me, c, olock_now() + ns))
+		return 0;
 	kq_tls.owned++;
 	atomic_signal_fence(memory_order_seq_cst);
 	return 1;

@@ -358,6 +358,42 @@ limit_to_64(struct rlimit *old)
 }
 
 /*
+ * A kqueue above 600 watching READ on a socket with bytes queued (sv[0],
+ * then closed raw while *keep, a dup(), holds its file: a registration
+ * under a closed number) and USER 7; RLIMIT_NOFILE then lowered to 64
+ * below the kqueue's number (the limits before in *old).
+ */
+static int
+zombie_above_limit(int sv[2], int *keep, struct rlimit *old)
+{
+	int kq = kqueue_high(0);
+
+	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	E_CHECK(send(sv[1], "abc", 3, MSG_NOSIGNAL) == 3, "send");
+	E_CHANGE(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	E_CHANGE(kq, 7, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	E_SYS(*keep = dup(sv[0]));
+	E_CHECK(syscall(SYS_close, sv[0]) == 0, "raw close");
+	E_CHECK(*keep < 64 && sv[1] < 64, "descriptors %d %d", *keep, sv[1]);
+	limit_to_64(old);
+	return kq;
+}
+
+/* USER 7 triggered is kq's one event within ms milliseconds. */
+static void
+user_7_reported(int kq, int ms, const char *when)
+{
+	struct kevent ev[4];
+	int r;
+
+	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	r = e_wait(kq, ev, 4, ms);
+	E_CHECK(r == 1 && ev[0].filter == EVFILT_USER && ev[0].ident == 7,
+	    "%s: kevent() returned %d (%s), filter %d", when, r,
+	    r < 0 ? strerror(errno) : "", r > 0 ? ev[0].filter : 0);
+}
+
+/*
  * The same registration under a closed number, with descriptors free but
  * the kqueue's own number at or above a lowered RLIMIT_NOFILE: an
  * implementation that must replace its epoll set under the kqueue's
@@ -369,26 +405,13 @@ static int
 kqueue_above_limit_child(void *arg)
 {
 	struct rlimit old;
-	struct kevent ev[4];
-	int kq, sv[2], keep, r;
+	int kq, sv[2], keep;
 
 	(void)arg;
-	kq = kqueue_high(0);
-	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	E_CHECK(send(sv[1], "abc", 3, MSG_NOSIGNAL) == 3, "send");
-	E_CHANGE(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	E_CHANGE(kq, 7, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
-	E_SYS(keep = dup(sv[0]));
-	E_CHECK(syscall(SYS_close, sv[0]) == 0, "raw close");
-	E_CHECK(keep < 64 && sv[1] < 64, "descriptors %d %d", keep, sv[1]);
-	limit_to_64(&old);
+	kq = zombie_above_limit(sv, &keep, &old);
 	waits_end_quietly(kq, undo_rlimit, &old);
 	E_SYS(setrlimit(RLIMIT_NOFILE, &old));
-	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
-	r = e_wait(kq, ev, 4, 1000);
-	E_CHECK(r == 1 && ev[0].filter == EVFILT_USER && ev[0].ident == 7,
-	    "after the limit is back: kevent() returned %d (%s), filter %d",
-	    r, r < 0 ? strerror(errno) : "", r > 0 ? ev[0].filter : 0);
+	user_7_reported(kq, 1000, "after the limit is back");
 	close(kq);
 	close(keep);
 	close(sv[1]);
@@ -416,32 +439,15 @@ static int
 kqueue_above_limit_with_events_child(void *arg)
 {
 	struct rlimit old;
-	struct kevent ev[4];
-	int kq, sv[2], keep, r;
+	int kq, sv[2], keep;
 
 	(void)arg;
-	kq = kqueue_high(0);
-	E_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	E_CHECK(send(sv[1], "abc", 3, MSG_NOSIGNAL) == 3, "send");
-	E_CHANGE(kq, sv[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
-	E_CHANGE(kq, 7, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
-	E_SYS(keep = dup(sv[0]));
-	E_CHECK(syscall(SYS_close, sv[0]) == 0, "raw close");
-	E_CHECK(keep < 64 && sv[1] < 64, "descriptors %d %d", keep, sv[1]);
-	limit_to_64(&old);
-	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
-	r = e_wait(kq, ev, 4, 0);
+	kq = zombie_above_limit(sv, &keep, &old);
+	user_7_reported(kq, 0, "under the lowered limit");
 	E_SYS(setrlimit(RLIMIT_NOFILE, &old));
-	E_CHECK(r == 1 && ev[0].filter == EVFILT_USER && ev[0].ident == 7,
-	    "under the lowered limit: kevent() returned %d (%s), filter %d",
-	    r, r < 0 ? strerror(errno) : "", r > 0 ? ev[0].filter : 0);
 	E_SYS(close(keep));
 	waits_end_quietly(kq, undo_rlimit, &old);
-	E_CHANGE(kq, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
-	r = e_wait(kq, ev, 4, 1000);
-	E_CHECK(r == 1 && ev[0].filter == EVFILT_USER && ev[0].ident == 7,
-	    "at the end: kevent() returned %d (%s), filter %d",
-	    r, r < 0 ? strerror(errno) : "", r > 0 ? ev[0].filter : 0);
+	user_7_reported(kq, 1000, "at the end");
 	close(kq);
 	close(sv[1]);
 	return 0;
