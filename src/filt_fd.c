@@ -688,7 +688,11 @@ count:
 			data = eventfd_count(fd, &v) ? (int64_t)v : 1;
 			lowat = 0;
 		} else if (k == K_KQUEUE) {
-			data = kq_pending(fd);
+			/* FreeBSD's filt_kqueue: the count, NOTE_LOWAT not
+			   looked at. */
+			data = kq_pending(fd, (kn->kn_flags & EV_CLEAR) ?
+			    kn : NULL, kq->kq_scanid);
+			lowat = 0;
 			/*
 			 * The inner set woke for nothing it reports (an
 			 * internal source, e.g. a signal another kqueue

@@ -1639,6 +1639,8 @@ kq_absorb(struct kqueue *kq)
 			kq_src_dispatch(kq, ev[i].data.u64, ev[i].events);
 			continue;
 		}
+		/* Something new, queued below or only counted. */
+		kq->kq_actgen++;
 		/* A one-shot registration hands its event out once, too. */
 		kn = knote_fdchain(kq, (int)ev[i].data.u64);
 		fired = fdreg_fired(kq, kn);
@@ -1665,13 +1667,20 @@ kq_absorb(struct kqueue *kq)
  * watched B, B was closed and its number went to a kqueue that watches
  * the first), and waiting would deadlock them.  When the inner kqueue is
  * busy its descriptor was reported readable, and 1 is the answer.
+ *
+ * okn: the outer EV_CLEAR knote asking, whose mark will be omark if it is
+ * delivered now; NULL for any other.  0 for it when the only thing that
+ * woke it is the doorbell this function rang for its previous report
+ * (kq_quiet_kn in kq_int.h): the outer knote would otherwise be reported
+ * twice for one activation.
  */
 int64_t
-kq_pending(int fd)
+kq_pending(int fd, const struct knote *okn, uint64_t omark)
 {
 	struct kqueue *kq = kq_registry_acquire(fd);
 	struct knote *kn;
 	int64_t count;
+	int rung, echo;
 
 	if (kq == NULL)
 		return 1;	/* a foreign epoll instance: it is readable */
@@ -1685,8 +1694,19 @@ kq_pending(int fd)
 	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
 		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))
 			count++;
+	echo = okn != NULL && kq->kq_quiet_kn == okn &&
+	    kq->kq_quiet_mark == okn->kn_scanid &&
+	    kq->kq_quiet_gen == kq->kq_actgen &&
+	    kq->kq_quiet_scan == kq->kq_scanid;
+	rung = kq->kq_bell_rung;
 	kq_bell_update(kq);
+	if (okn != NULL && !rung && kq->kq_bell_rung) {
+		kq->kq_quiet_kn = okn;
+		kq->kq_quiet_mark = omark;
+		kq->kq_quiet_gen = kq->kq_actgen;
+		kq->kq_quiet_scan = kq->kq_scanid;
+	}
 	KQ_UNLOCK(kq);
 	kq_release(kq);
-	return count;
+	return echo ? 0 : count;
 }

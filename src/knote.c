@@ -228,6 +228,7 @@ knote_enqueue(struct kqueue *kq, struct knote *kn)
 	kn->kn_status |= KN_QUEUED;
 	STAILQ_INSERT_TAIL(&kq->kq_head, kn, kn_tqe);
 	kq->kq_count++;
+	kq->kq_actgen++;	/* an activation (kq_pending) */
 }
 
 /*

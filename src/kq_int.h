@@ -372,6 +372,25 @@ struct kqueue {
 	   KQ_RET_QUEUED while it waits on the stack. */
 	struct kqueue	*kq_retnext;
 	atomic_int	 kq_retiring;
+	/*
+	 * An outer kqueue's EV_CLEAR knote on this one (kq_pending, under
+	 * this kqueue's lock).  kq_actgen counts what could activate it:
+	 * knotes queued, events of the epoll set taken by kq_absorb.  When
+	 * kq_pending rings the doorbell for events it moved to kq_head --
+	 * events the outer knote was woken for, and reports now -- the ring
+	 * is a second edge in every outer epoll set, which FreeBSD does not
+	 * have (one activation, one report).  kq_quiet_* remember that
+	 * ring: the outer knote (an address compared, never followed), its
+	 * mark once delivered (the outer kq_scanid), and this kqueue's
+	 * kq_actgen and kq_scanid then.  The same knote, not delivered
+	 * since, with nothing new here and no collection of this kqueue
+	 * since, is not reported again for that edge.
+	 */
+	uint64_t	 kq_actgen;
+	const void	*kq_quiet_kn;
+	uint64_t	 kq_quiet_mark;
+	uint64_t	 kq_quiet_gen;
+	uint64_t	 kq_quiet_scan;
 };
 #define KQ_RET_SELF	1
 #define KQ_RET_QUEUED	2
@@ -774,7 +793,7 @@ int		 kq_port_scan(struct kqueue *, struct kevent *out, int nevents,
 		    const struct timespec *tsp, int *held, int cancel);
 int		 kq_owned(struct kqueue *);
 int		 kq_owned_number(const struct kqueue *);
-int64_t		 kq_pending(int fd);
+int64_t		 kq_pending(int fd, const struct knote *okn, uint64_t omark);
 /* filt_fd.c: queue every enabled EVFILT_EMPTY knote for a re-check. */
 void		 kq_empty_repoll(struct kqueue *kq);
 int64_t		 kq_absorb(struct kqueue *);

@@ -61,6 +61,15 @@ put(int fd, size_t n)
 	assert_int_equal(write(fd, buf, n), (ssize_t)n);
 }
 
+/* Read what a test put on a stream (less than 256 bytes), at once. */
+static void
+drain(int fd)
+{
+	char buf[256];
+
+	assert_true(read(fd, buf, sizeof(buf)) > 0);
+}
+
 static int64_t
 now_ms(void)
 {
@@ -1285,6 +1294,73 @@ nested_kqueue_data_counts_pending_events(void **state)
 	assert_int_equal(ev.data, 2);
 }
 
+/*
+ * One activation of a kqueue is one report of an EV_CLEAR knote watching
+ * it (FreeBSD's filt_kqueue runs when a knote is queued on the inner
+ * kqueue); the next activation, after the inner event was collected, is
+ * reported again.  order: which of the two outer kqueues looks first.
+ */
+static void
+clear_watchers_of_kqueue(int order)
+{
+	struct kevent ev;
+	int inner, out[2], a[2], round, i, first;
+
+	inner = t_new_kq();
+	out[0] = t_new_kq();
+	out[1] = t_new_kq();
+	new_pair(a);
+	t_change(inner, a[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	t_change(out[0], inner, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	t_change(out[1], inner, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	for (round = 0; round < 40; round++) {
+		put(a[1], 1 + round % 3);
+		first = (order + round) % 2;
+		for (i = 0; i < 2; i++) {
+			ev = t_expect_one(out[first ^ i]);
+			assert_int_equal(ev.ident, (uintptr_t)inner);
+			assert_int_equal(ev.data, 1);
+		}
+		t_expect_none(out[0]);
+		t_expect_none(out[1]);
+		t_expect_none(out[first]);
+		ev = t_expect_one(inner);
+		assert_int_equal(ev.ident, (uintptr_t)a[0]);
+		assert_int_equal(ev.data, 1 + round % 3);
+		drain(a[0]);
+		t_expect_none(out[0]);
+		t_expect_none(out[1]);
+	}
+}
+
+static void
+clear_knote_on_kqueue_reports_each_activation_once(void **state)
+{
+	(void)state;
+	clear_watchers_of_kqueue(0);
+	clear_watchers_of_kqueue(1);
+}
+
+/* FreeBSD's filt_kqueue reports the count and does not look at NOTE_LOWAT. */
+static void
+kqueue_watched_with_note_lowat_reports_any_pending_event(void **state)
+{
+	struct kevent ev;
+	int inner, outer, a[2];
+
+	(void)state;
+	inner = t_new_kq();
+	outer = t_new_kq();
+	new_pair(a);
+	t_change(inner, a[0], EVFILT_READ, EV_ADD, 0, 0, NULL);
+	t_change(outer, inner, EVFILT_READ, EV_ADD, NOTE_LOWAT, 5, NULL);
+	t_expect_none(outer);
+	put(a[1], 1);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.ident, (uintptr_t)inner);
+	assert_int_equal(ev.data, 1);
+}
+
 static void
 kqueue_registered_in_itself_fails_einval(void **state)
 {
@@ -1428,6 +1504,8 @@ main(void)
 		T(poll_on_kqueue_wakes_when_an_event_arrives),
 		T(kqueue_can_be_watched_by_another_kqueue),
 		T(nested_kqueue_data_counts_pending_events),
+		T(clear_knote_on_kqueue_reports_each_activation_once),
+		T(kqueue_watched_with_note_lowat_reports_any_pending_event),
 		T(kqueue_registered_in_itself_fails_einval),
 		T(kqueues_in_one_process_are_independent),
 		T(knote_silent_for_65536_collections_is_still_reported),
