@@ -1468,14 +1468,12 @@ kq_enter(int kqfd, int *held, int *error)
 	}
 	if ((kq = kq_lookup_slow(kqfd, error)) == NULL)
 		return NULL;
-	if (__builtin_expect(handler, 0) && (kq_olock_mine(&kq->kq_lock) ||
-	    !kq_enter_lock(kq, handler))) {
+	if ((__builtin_expect(handler, 0) && kq_olock_mine(&kq->kq_lock)) ||
+	    !kq_enter_lock(kq, handler)) {
 		kq_release(kq);
 		*error = EDEADLK;
 		return NULL;
 	}
-	if (!handler)
-		KQ_LOCK(kq);
 	*held = 1;
 	if (kq->kq_dead) {
 		KQ_UNLOCK(kq);
