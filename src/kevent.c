@@ -1615,6 +1615,7 @@ kq_absorb(struct kqueue *kq)
 	int64_t count = 0;
 	int r, i, fired, n = KQ_ABSORBMIN;
 
+	kq->kq_nlvl = 0;
 	if (kq->kq_dead)
 		return 0;
 	/*
@@ -1627,6 +1628,8 @@ kq_absorb(struct kqueue *kq)
 	if (kq->kq_absorbev == NULL)
 		kq->kq_absorbev = kq_malloc(KQ_ABSORBN *
 		    sizeof(*kq->kq_absorbev));
+	if (kq->kq_lvl == NULL)
+		kq->kq_lvl = kq_malloc(KQ_ABSORBN * sizeof(*kq->kq_lvl));
 	if (kq->kq_absorbev != NULL) {
 		ev = kq->kq_absorbev;
 		n = KQ_ABSORBN;
@@ -1637,8 +1640,6 @@ kq_absorb(struct kqueue *kq)
 			kq_src_dispatch(kq, ev[i].data.u64, ev[i].events);
 			continue;
 		}
-		/* Something new, queued below or only counted. */
-		kq->kq_actgen++;
 		/* A one-shot registration hands its event out once, too. */
 		kn = knote_fdchain(kq, (int)ev[i].data.u64);
 		fired = fdreg_fired(kq, kn);
@@ -1650,11 +1651,77 @@ kq_absorb(struct kqueue *kq)
 				continue;
 			if (fired || (kn->kn_reg & R_ET))
 				knote_enqueue(kq, kn);
-			else
+			else {
 				count++;
+				if (kq->kq_lvl != NULL && kq->kq_nlvl >= 0 &&
+				    kq->kq_nlvl < KQ_ABSORBN)
+					kq->kq_lvl[kq->kq_nlvl++] = kn;
+				else
+					kq->kq_nlvl = -1;
+			}
 		}
 	}
 	return count;
+}
+
+/*
+ * kq_qset (kq_int.h): an open-addressed set of knote addresses, KQ_QSET
+ * slots, NULL for an empty one; it holds at most KQ_ABSORBN, so a probe
+ * always ends.
+ */
+#define KQ_QSET	(2 * KQ_ABSORBN)
+
+static const void **
+kq_qset_slot(const void **set, const void *p)
+{
+	size_t i = (size_t)kq_mix64((uintptr_t)p) & (KQ_QSET - 1);
+
+	while (set[i] != NULL && set[i] != p)
+		i = (i + 1) & (KQ_QSET - 1);
+	return &set[i];
+}
+
+/*
+ * kq_pending rang the doorbell for the outer knote okn, which will carry
+ * omark if it is delivered now: remember the ring (kq_quiet_kn).  Without
+ * the memory for the set of ready level-triggered knotes, or when the
+ * last kq_absorb saw more than it holds, nothing is remembered (the echo
+ * is then reported: once more, never one less).
+ */
+static void
+kq_quiet_record(struct kqueue *kq, const struct knote *okn, uint64_t omark)
+{
+	int i;
+
+	kq->kq_quiet_kn = NULL;
+	if (kq->kq_nlvl < 0)
+		return;
+	if (kq->kq_qset == NULL &&
+	    (kq->kq_qset = kq_malloc(KQ_QSET * sizeof(*kq->kq_qset))) == NULL)
+		return;
+	memset(kq->kq_qset, 0, KQ_QSET * sizeof(*kq->kq_qset));
+	for (i = 0; i < kq->kq_nlvl; i++)
+		*kq_qset_slot(kq->kq_qset, kq->kq_lvl[i]) = kq->kq_lvl[i];
+	kq->kq_quiet_kn = okn;
+	kq->kq_quiet_mark = omark;
+	kq->kq_quiet_gen = kq->kq_actgen;
+	kq->kq_quiet_scan = kq->kq_scanid;
+}
+
+/* Is the edge that woke okn only the echo of the ring remembered? */
+static int
+kq_quiet_echo(const struct kqueue *kq, const struct knote *okn)
+{
+	int i;
+
+	if (kq->kq_quiet_kn != okn || kq->kq_quiet_mark != okn->kn_scanid ||
+	    kq->kq_quiet_gen != kq->kq_actgen ||
+	    kq->kq_quiet_scan != kq->kq_scanid || kq->kq_nlvl < 0)
+		return 0;
+	for (i = 0; i < kq->kq_nlvl; i++)
+		if (*kq_qset_slot(kq->kq_qset, kq->kq_lvl[i]) == NULL)
+			return 0;	/* newly ready */
+	return 1;
 }
 
 /*
@@ -1692,18 +1759,11 @@ kq_pending(int fd, const struct knote *okn, uint64_t omark)
 	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
 		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))
 			count++;
-	echo = okn != NULL && kq->kq_quiet_kn == okn &&
-	    kq->kq_quiet_mark == okn->kn_scanid &&
-	    kq->kq_quiet_gen == kq->kq_actgen &&
-	    kq->kq_quiet_scan == kq->kq_scanid;
+	echo = okn != NULL && kq_quiet_echo(kq, okn);
 	rung = kq->kq_bell_rung;
 	kq_bell_update(kq);
-	if (okn != NULL && !rung && kq->kq_bell_rung) {
-		kq->kq_quiet_kn = okn;
-		kq->kq_quiet_mark = omark;
-		kq->kq_quiet_gen = kq->kq_actgen;
-		kq->kq_quiet_scan = kq->kq_scanid;
-	}
+	if (okn != NULL && !rung && kq->kq_bell_rung)
+		kq_quiet_record(kq, okn, omark);
 	KQ_UNLOCK(kq);
 	kq_release(kq);
 	return echo ? 0 : count;

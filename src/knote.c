@@ -190,6 +190,7 @@ knote_link(struct kqueue *kq, struct knote *kn, int isfd)
 		kq->kq_hash[b] = kn;
 		kq->kq_nhashed++;
 	}
+	kq->kq_actgen++;	/* a new knote (kq_quiet_echo) */
 	return 0;
 }
 
@@ -228,7 +229,7 @@ knote_enqueue(struct kqueue *kq, struct knote *kn)
 	kn->kn_status |= KN_QUEUED;
 	STAILQ_INSERT_TAIL(&kq->kq_head, kn, kn_tqe);
 	kq->kq_count++;
-	kq->kq_actgen++;	/* an activation (kq_pending) */
+	kq->kq_actgen++;	/* an activation (kq_quiet_echo) */
 }
 
 /*
@@ -578,6 +579,11 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_hash = NULL;
 	kq_free(kq->kq_absorbev);
 	kq->kq_absorbev = NULL;
+	kq_free(kq->kq_lvl);
+	kq->kq_lvl = NULL;
+	kq_free(kq->kq_qset);
+	kq->kq_qset = NULL;
+	kq->kq_quiet_kn = NULL;
 	kq_free(kq->kq_dgmsg);
 	kq->kq_dgmsg = NULL;
 	/* The internal sources close next (the knotes' own are closed),

@@ -374,23 +374,32 @@ struct kqueue {
 	atomic_int	 kq_retiring;
 	/*
 	 * An outer kqueue's EV_CLEAR knote on this one (kq_pending, under
-	 * this kqueue's lock).  kq_actgen counts what could activate it:
-	 * knotes queued, events of the epoll set taken by kq_absorb.  When
-	 * kq_pending rings the doorbell for events it moved to kq_head --
-	 * events the outer knote was woken for, and reports now -- the ring
-	 * is a second edge in every outer epoll set, which FreeBSD does not
-	 * have (one activation, one report).  kq_quiet_* remember that
-	 * ring: the outer knote (an address compared, never followed), its
-	 * mark once delivered (the outer kq_scanid), and this kqueue's
-	 * kq_actgen and kq_scanid then.  The same knote, not delivered
-	 * since, with nothing new here and no collection of this kqueue
-	 * since, is not reported again for that edge.
+	 * this kqueue's lock).  FreeBSD activates it when a knote is queued
+	 * here.  When kq_pending rings the doorbell for events it moved to
+	 * kq_head -- events the outer knote was woken for, and reports now
+	 * -- the ring is a second edge in every outer epoll set, which
+	 * FreeBSD does not have (one activation, one report).  kq_quiet_*
+	 * remember that ring: the outer knote (an address compared, never
+	 * followed) and its mark once delivered (the outer kq_scanid); this
+	 * kqueue's kq_actgen and kq_scanid; the set of level-triggered
+	 * knotes then ready (kq_qset, a hash set of KQ_QSET slots).  The
+	 * same knote, not delivered since, is not reported again for that
+	 * edge while nothing was queued or linked here (kq_actgen), no
+	 * collection of this kqueue ran, and no level-triggered knote
+	 * outside the set is ready.
+	 *
+	 * kq_lvl: the level-triggered knotes the last kq_absorb found ready
+	 * (KQ_ABSORBN slots, made with kq_absorbev), kq_nlvl of them, or -1
+	 * when it saw more than it could hold.
 	 */
 	uint64_t	 kq_actgen;
+	struct knote	**kq_lvl;
+	int		 kq_nlvl;
 	const void	*kq_quiet_kn;
 	uint64_t	 kq_quiet_mark;
 	uint64_t	 kq_quiet_gen;
 	uint64_t	 kq_quiet_scan;
+	const void	**kq_qset;
 };
 #define KQ_RET_SELF	1
 #define KQ_RET_QUEUED	2
@@ -599,6 +608,17 @@ kq_olock_mine(_Atomic uint32_t *w)
 	kq_olock_unlock(&(kq)->kq_lock);				\
 	kq_tls_leave();							\
 } while (0)
+
+/* A 64-bit mixer (splitmix64's finaliser): kq_qset's hash. */
+static inline uint64_t
+kq_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
 
 void		 kq_bell_sync(struct kqueue *);
 int		 kq_bell_create(struct kqueue *);
