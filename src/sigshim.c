@@ -64,12 +64,6 @@ struct sigslot {
 };
 
 static struct sigslot	sig_tab[KQ_NSIG];
-/*
- * Set when the first knote on a signal is added while the signal is
- * already pending (blocked): that delivery was generated before any knote
- * existed, and FreeBSD would not count it, so the handler lets it pass.
- */
-static _Atomic int	sig_skip[KQ_NSIG];
 _Atomic uint64_t	kq_sig_gen[KQ_NSIG];
 static pthread_mutex_t	sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int	sig_evfd = -1;
@@ -77,13 +71,48 @@ static _Atomic int	sig_evfd = -1;
 /* The thread's deliveries (kq_tls.sig_quiet, kq_tls.sig_runs) are read by
    kq_sig_app_runs (sigshim.h). */
 
+static void sig_lock_all(sigset_t *old);
+static void sig_unlock_all(const sigset_t *old);
+
+/*
+ * Has the application a handler of its own for a signal no knote watches
+ * (whose runs kq does not count)?  Asked of the dispositions themselves.
+ */
+static int
+sig_other_handlers(void)
+{
+	struct sigaction sa;
+	sigset_t old;
+	int signo, found = 0;
+
+	sig_lock_all(&old);
+	for (signo = 1; signo < KQ_NSIG && !found; signo++)
+		if (sig_tab[signo].watchers == 0 &&
+		    __sigaction(signo, NULL, &sa) == 0 &&
+		    sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
+			found = 1;
+	sig_unlock_all(&old);
+	return found;
+}
+
+/*
+ * A wait that began when the thread's deliveries were `before` failed with
+ * EINTR: should kevent() wait again rather than fail?  Yes when only kq's
+ * handler ran on the thread for signals the application ignores.  Also
+ * when nothing ran on it that kq saw -- a signal sent to the process woke
+ * the thread and another thread took it (attack helper 28's F3) -- unless
+ * the application has a handler kq does not see, which may have run.
+ */
 int
 kq_sig_eintr_absorbed(uint64_t before)
 {
 	uint64_t now = kq_sig_app_runs();
 
-	return (now >> 32) == (before >> 32) &&
-	    (uint32_t)now != (uint32_t)before;
+	if ((now >> 32) != (before >> 32))
+		return 0;	/* an application handler ran */
+	if ((uint32_t)now != (uint32_t)before)
+		return 1;
+	return !sig_other_handlers();
 }
 
 /*
@@ -228,10 +257,16 @@ kq_sig_handler(int signo, siginfo_t *si, void *uc)
 
 	if (signo <= 0 || signo >= KQ_NSIG)
 		return;
-	if (!atomic_exchange(&sig_skip[signo], 0)) {
-		atomic_fetch_add(&kq_sig_gen[signo], 1);
-		sig_ring();
-	}
+	/*
+	 * Every delivery counts, also of a signal generated before the
+	 * first knote while it was blocked (kevent.2, LINUX NOTES): which
+	 * delivery was that one cannot be told -- later sends of a standard
+	 * signal merge with it, and another thread may take it first -- and
+	 * passing over one would lose a send FreeBSD counts (attack helper
+	 * 28's F1 and F2).
+	 */
+	atomic_fetch_add(&kq_sig_gen[signo], 1);
+	sig_ring();
 	h = atomic_load(&sig_tab[signo].app_handler);
 	flags = atomic_load(&sig_tab[signo].app_flags);
 	if (h == (uintptr_t)SIG_IGN) {
@@ -364,10 +399,6 @@ kq_sig_watch(int signo)
 
 	sig_lock_all(&old);
 	if (s->watchers == 0) {
-		sigset_t pend;
-
-		atomic_store(&sig_skip[signo], sigpending(&pend) == 0 &&
-		    sigismember(&pend, signo) == 1);
 		if (__sigaction(signo, NULL, &s->app) != 0)
 			e = errno;
 		else if (sig_install(signo) != 0)
@@ -388,7 +419,6 @@ kq_sig_unwatch(int signo)
 
 	sig_lock_all(&old);
 	if (s->watchers > 0 && --s->watchers == 0) {
-		atomic_store(&sig_skip[signo], 0);
 		sig_sync_reset(signo);
 		__sigaction(signo, &s->app, NULL);
 		s->hooked = 0;

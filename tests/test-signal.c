@@ -18,6 +18,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -670,14 +671,16 @@ blocked_signal_stays_pending_for_sigtimedwait(void **state)
 
 /*
  * A signal pending (blocked) from before EV_ADD reaches the application's
- * handler when unblocked, and is not counted: it was generated before the
- * knote existed.
+ * handler when unblocked, and the sends after the registration are
+ * counted.  (FreeBSD does not count the pending one, kq does: which
+ * delivery it is cannot be told on Linux -- kevent.2, LINUX NOTES -- so
+ * its count is not asserted here.)
  */
 static void
-signal_pending_before_add_reaches_handler_and_is_not_counted(void **state)
+signal_pending_before_add_reaches_handler_and_later_sends_count(void **state)
 {
 	sigset_t set;
-	int kq = t_new_kq(), n, h;
+	int kq = t_new_kq(), h;
 	struct kevent ev;
 
 	(void)state;
@@ -690,15 +693,195 @@ signal_pending_before_add_reaches_handler_and_is_not_counted(void **state)
 	assert_int_equal(hits[SIGUSR1], 0);
 	assert_int_equal(sigprocmask(SIG_UNBLOCK, &set, NULL), 0);
 	h = hits[SIGUSR1];
-	n = t_poll(kq, &ev, 1);
 	assert_int_equal(h, 1);
-	if (n != 0)
-		fprintf(stderr, "pre-registration signal counted: data %jd\n",
-		    (intmax_t)ev.data);
-	assert_int_equal(n, 0);
+	(void)t_poll(kq, &ev, 1);
 	/* Signals after registration are counted. */
 	kill_self(SIGUSR1, 1);
 	expect_sig(kq, SIGUSR1, 1);
+}
+
+/*
+ * A standard signal pending (blocked) from before EV_ADD and sent again
+ * after it, still blocked: the send after the registration is counted
+ * (FreeBSD counts it; on Linux the two make one delivery).  kq used to
+ * pass over the first delivery after such a registration and counted 0
+ * (attack helper 28's F1).
+ */
+static void
+signal_sent_again_after_add_while_pending_from_before_is_counted(
+    void **state)
+{
+	sigset_t set;
+	int kq = t_new_kq();
+
+	(void)state;
+	set_disp(SIGUSR1, on_hit, SA_RESTART);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	assert_int_equal(sigprocmask(SIG_BLOCK, &set, NULL), 0);
+	kill_self(SIGUSR1, 1);
+	watch(kq, SIGUSR1);
+	kill_self(SIGUSR1, 1);
+	assert_int_equal(sigprocmask(SIG_UNBLOCK, &set, NULL), 0);
+	assert_int_equal(hits[SIGUSR1], 1);
+	expect_sig(kq, SIGUSR1, 1);
+}
+
+static _Atomic int pend_go, pend_done;
+
+/* Blocks SIGUSR2, has one aimed at itself pending, and stays so. */
+static void *
+pend_holder(void *arg)
+{
+	sigset_t set;
+	int kq = *(int *)arg;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_kill(pthread_self(), SIGUSR2);
+	watch(kq, SIGUSR2);
+	atomic_store(&pend_go, 1);
+	while (!atomic_load(&pend_done))
+		sleep_ms(1);
+	return NULL;
+}
+
+/*
+ * A thread that blocks a signal, with one aimed at it pending, adds the
+ * first knote on it; each later send, taken by a thread that does not
+ * block it, is counted (kq used to pass over the first of them: attack
+ * helper 28's F1).
+ */
+static void
+signal_pending_in_a_thread_that_blocks_it_hides_no_later_send(void **state)
+{
+	int kq = t_new_kq(), i, h;
+	int64_t got = 0;
+	struct kevent ev;
+	pthread_t t;
+
+	(void)state;
+	set_disp(SIGUSR2, on_hit, SA_RESTART);
+	atomic_store(&pend_go, 0);
+	atomic_store(&pend_done, 0);
+	assert_int_equal(pthread_create(&t, NULL, pend_holder, &kq), 0);
+	while (!atomic_load(&pend_go))
+		sleep_ms(1);
+	for (i = 0; i < 20; i++) {
+		h = hits[SIGUSR2];
+		kill_self(SIGUSR2, 1);
+		while (hits[SIGUSR2] == h)	/* this thread takes it */
+			sleep_ms(1);
+		while (t_poll(kq, &ev, 1) == 1) {
+			assert_int_equal(ev.ident, SIGUSR2);
+			got += ev.data;
+		}
+	}
+	atomic_store(&pend_done, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	unwatch(kq, SIGUSR2);
+	assert_int_equal(got, 20);
+}
+
+static _Atomic int eintr_stop, eintr_seen;
+static int eintr_kq[2];
+
+static void *
+eintr_waiter(void *arg)
+{
+	int kq = eintr_kq[(intptr_t)arg % 2];
+	struct timespec to = { 0, 100000000 };
+	struct kevent ev[4];
+
+	while (!atomic_load(&eintr_stop))
+		if (kevent(kq, NULL, 0, ev, 4, &to) < 0)
+			atomic_fetch_add(&eintr_seen, 1);
+	return NULL;
+}
+
+static void *
+eintr_sender(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&eintr_stop)) {
+		kill(getpid(), SIGUSR1);
+		usleep(50);
+	}
+	return NULL;
+}
+
+/*
+ * The child of eintr_storm: four threads wait on two kqueues (one watches
+ * SIGUSR1, which the application ignores) while two send SIGUSR1 to the
+ * process for a second.  No handler of the application's exists, so no
+ * kevent() may fail.  Exits with the number of failures (at most 100).
+ */
+static int
+eintr_storm(void)
+{
+	struct kevent ch;
+	pthread_t w[4], snd[2];
+	int i, n;
+
+	for (i = 1; i < 32; i++)	/* cmocka's handlers, and the watchdog's */
+		if (i != SIGKILL && i != SIGSTOP)
+			signal(i, SIG_DFL);
+	signal(SIGUSR1, SIG_IGN);
+	alarm(20);
+	eintr_kq[0] = kqueue();
+	eintr_kq[1] = kqueue();
+	EV_SET(&ch, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	if (eintr_kq[0] < 0 || eintr_kq[1] < 0 ||
+	    kevent(eintr_kq[0], &ch, 1, NULL, 0, NULL) != 0)
+		return 100;
+	for (i = 0; i < 4; i++)
+		pthread_create(&w[i], NULL, eintr_waiter, (void *)(intptr_t)i);
+	for (i = 0; i < 2; i++)
+		pthread_create(&snd[i], NULL, eintr_sender, NULL);
+	sleep_ms(1000);
+	atomic_store(&eintr_stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(snd[i], NULL);
+	for (i = 0; i < 4; i++)
+		pthread_join(w[i], NULL);
+	n = atomic_load(&eintr_seen);
+	return n > 100 ? 100 : n;
+}
+
+/*
+ * A signal the application ignores, sent to the process, may wake a
+ * thread asleep in kevent() and be taken by another thread: that kevent()
+ * waits on (LINUX NOTES), where it used to fail with EINTR hundreds of
+ * times a second (attack helper 28's F3).
+ */
+static void
+kevent_not_interrupted_by_ignored_signal_that_another_thread_takes(
+    void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	if (T_TSAN) {
+		/* kq's handler, which TSan does not know, runs its
+		   instrumented code inside TSan's runtime and hangs there
+		   under this storm (attack a14's reason). */
+		fprintf(stderr, "a signal handler inside TSan's runtime: "
+		    "skip\n");
+		skip();
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(eintr_storm());
+	st = wait_child(pid);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) != 0)
+		fprintf(stderr, "kevent failed %d times\n", WEXITSTATUS(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1365,7 +1548,10 @@ main(void)
 		T(disposition_set_while_watched_is_in_force_after_delete),
 		T(add_and_delete_leave_the_thread_mask_unchanged),
 		T(blocked_signal_stays_pending_for_sigtimedwait),
-		T(signal_pending_before_add_reaches_handler_and_is_not_counted),
+		T(signal_pending_before_add_reaches_handler_and_later_sends_count),
+		T(signal_sent_again_after_add_while_pending_from_before_is_counted),
+		T(signal_pending_in_a_thread_that_blocks_it_hides_no_later_send),
+		T(kevent_not_interrupted_by_ignored_signal_that_another_thread_takes),
 		T(ignored_sigchld_is_not_counted_and_children_are_reaped),
 		T(sigchld_with_handler_or_default_is_counted),
 #ifdef __linux__
