@@ -74,6 +74,7 @@
 #define PN_CNEXIT	0x08	/* the connector reported the exit */
 #define PN_EXITWAIT	0x10	/* exited; its status is on the connector */
 #define PN_ZOMBIE	0x20	/* had exited when it was registered */
+#define PN_DRAINED	0x40	/* NOTE_TRACK: forks read before the exit */
 
 struct procnote {
 	struct knote	pn_kn;
@@ -85,6 +86,9 @@ struct procnote {
 	int64_t		pn_ppid;	/* NOTE_CHILD: the parent */
 	uint64_t	pn_since;	/* connector events before this
 					   (CLOCK_MONOTONIC ns) predate it */
+	uint64_t	pn_exitts;	/* PN_CNEXIT: the exit's time; events
+					   after it are of a process that
+					   reused the pid */
 };
 
 #define PN(kn)		((struct procnote *)(void *)(kn))
@@ -407,9 +411,15 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		if (ev->event_data.fork.child_pid !=
 		    ev->event_data.fork.child_tgid)
 			return;
+		/*
+		 * A fork read after the pidfd showed the exit still came
+		 * before it (attack helper 28's F4: a tracked process that
+		 * forks and exits before kq looks); one after the
+		 * connector's exit is a new process's under the pid.
+		 */
 		pn = proc_lookup(kq, ev->event_data.fork.parent_tgid);
 		if (pn == NULL || ts < pn->pn_since ||
-		    (pn->pn_state & (PN_EXITED | PN_CNEXIT)))
+		    ((pn->pn_state & PN_CNEXIT) && ts > pn->pn_exitts))
 			return;
 		if ((pn->pn_kn.kn_sfflags & NOTE_TRACK) &&
 		    proc_track(kq, pn, ev->event_data.fork.child_tgid, ts) != 0)
@@ -439,6 +449,7 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		if (pn == NULL || ts < pn->pn_since)
 			return;
 		pn->pn_state |= PN_CNEXIT;
+		pn->pn_exitts = ts;
 		pn->pn_cnstatus = (int)ev->event_data.exit.exit_code;
 		if (pn->pn_pidfd >= 0 && !(pn->pn_state & PN_EXITWAIT))
 			return;		/* the pidfd says when it is gone */
@@ -477,8 +488,9 @@ proc_cn_lost(struct kqueue *kq)
 		}
 }
 
-static void
-proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
+/* One batch of the connector's messages; 1 if it was drained. */
+static int
+proc_cn_read(struct kqueue *kq, struct kqsrc *src)
 {
 	union {
 		char		buf[CN_SMALLBUF];
@@ -501,13 +513,46 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 				proc_cn_lost(kq);
 				continue;
 			}
-			return;		/* EAGAIN: drained */
+			return 1;	/* EAGAIN: drained */
 		}
 		CN_FOREACH(nh, buf, n)
 			if (proc_cn_event(nh, &ev, &ack))
 				proc_cn_handle(kq, &ev);
 	}
+	return 0;
+}
+
+static void
+proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
+{
+	(void)events;
 	/* More left: the level-triggered registration brings us back. */
+	(void)proc_cn_read(kq, src);
+}
+
+/*
+ * Before the exit of a NOTE_TRACK knote is reported (and the knote goes,
+ * EV_ONESHOT), read what the connector holds: the process's forks were
+ * queued there before its exit (copy_process sends them synchronously),
+ * and read after the knote is gone they would find no parent and their
+ * children would be lost.  At most CN_DRAIN batches; if more is left, the
+ * tracking may have missed forks: NOTE_TRACKERR.
+ */
+#define CN_DRAIN	64
+
+static void
+proc_cn_drain(struct kqueue *kq, struct procnote *pn)
+{
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_PROC];
+	int i;
+
+	pn->pn_state |= PN_DRAINED;
+	if (src->ks_ready == NULL)
+		return;
+	for (i = 0; i < CN_DRAIN; i++)
+		if (proc_cn_read(kq, src))
+			return;
+	pn->pn_fflags |= NOTE_TRACKERR;
 }
 
 static void
@@ -753,6 +798,9 @@ filt_proc(struct kqueue *kq, struct knote *kn, uint32_t hint,
 	struct procnote *pn = PN(kn);
 	int exited = proc_check_exit(kq, pn);
 
+	if (exited && (kn->kn_sfflags & NOTE_TRACK) &&
+	    !(pn->pn_state & PN_DRAINED))
+		proc_cn_drain(kq, pn);
 	if (pn->pn_state & PN_CHILD) {
 		/* FreeBSD's separate one-shot NOTE_CHILD knote. */
 		pn->pn_state = (pn->pn_state & ~PN_CHILD) | PN_CHILDOUT;

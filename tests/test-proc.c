@@ -783,6 +783,79 @@ note_track_follows_forks_as_in_the_paper(void **state)
 
 #ifdef __linux__
 /*
+ * A tracked process that forks many children, reaps them and exits before
+ * the application calls kevent(): FreeBSD attached a knote to each child
+ * at its fork, so every NOTE_CHILD notice and every child's exit is
+ * reported, and the parent's exit.  kq used to read the forks after the
+ * parent's exit and dropped those past the first batch of 64 messages
+ * (attack helper 28's F4).
+ */
+#define TRACK_N	150
+
+static void
+tracked_process_exiting_before_kevent_reports_every_child(void **state)
+{
+	int kq = kqueue(), go[2], gone[2], i, notes = 0, exits = 0, pexit = 0;
+	struct kevent ev;
+	char x;
+	pid_t c;
+
+	(void)state;
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(gone), 0);
+	c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		close(go[1]);
+		close(gone[0]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(9);
+		for (i = 0; i < TRACK_N; i++)
+			if (fork() == 0)
+				_exit(i);
+		while (wait(NULL) > 0)
+			;
+		_exit(0);
+	}
+	close(go[0]);
+	close(gone[1]);
+	proc_add_or_skip(kq, c, NOTE_EXIT | NOTE_FORK | NOTE_TRACK, NULL);
+	write_all(go[1], "x", 1);
+	/* The process and its children are gone before kq is asked. */
+	assert_int_equal(read(gone[0], &x, 1), 0);
+	usleep(20000);
+	while ((pexit == 0 || notes < TRACK_N || exits < TRACK_N) &&
+	    wait_event(kq, &ev, 5000) == 1) {
+		assert_int_equal(ev.filter, EVFILT_PROC);
+		assert_false(ev.fflags & NOTE_TRACKERR);
+		if (ev.ident == (uintptr_t)c) {
+			if (ev.fflags & NOTE_EXIT) {
+				pexit++;
+				assert_int_equal(ev.data, 0);
+			}
+			continue;
+		}
+		if (ev.fflags & NOTE_CHILD) {
+			notes++;
+			assert_int_equal(ev.data, c);
+		}
+		if (ev.fflags & NOTE_EXIT) {
+			exits++;
+			assert_true(WIFEXITED((int)ev.data));
+			assert_true(WEXITSTATUS((int)ev.data) < TRACK_N);
+		}
+	}
+	assert_int_equal(pexit, 1);
+	assert_int_equal(notes, TRACK_N);
+	assert_int_equal(exits, TRACK_N);
+	assert_int_equal(waitpid(c, NULL, 0), c);
+	close(go[1]);
+	close(gone[0]);
+	close(kq);
+}
+
+/*
  * NOTE_TRACKERR: the child's knote cannot be attached.  Provoked on Linux
  * by the descriptor limit (kq holds a pidfd per knote); FreeBSD would
  * need a kernel allocation failure.
@@ -1118,6 +1191,8 @@ main(void)
 		cmocka_unit_test(fork_and_exit_while_dispatched_reported_on_enable),
 		cmocka_unit_test(note_exec_reported_on_exec),
 		cmocka_unit_test(note_track_follows_forks_as_in_the_paper),
+		cmocka_unit_test(
+		    tracked_process_exiting_before_kevent_reports_every_child),
 #ifdef __linux__
 		cmocka_unit_test(note_trackerr_when_child_cannot_be_attached),
 #endif
