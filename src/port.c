@@ -962,17 +962,24 @@ port_alert(int port, int flags, int events, void *user)
 
 	if ((kq = port_enter(port, &held)) == NULL)
 		return -1;
-	if (flags != PORT_ALERT_SET && flags != PORT_ALERT_UPDATE)
-		error = EINVAL;
-	else if (events == 0) {
+	/*
+	 * As illumos: events 0 leaves alert mode whatever the flags; else
+	 * both flags are EINVAL, PORT_ALERT_UPDATE is EBUSY in alert mode,
+	 * and anything else sets (attack helper 27's F3).
+	 */
+	if (events == 0) {
 		/* Leave alert mode (nothing to do when not in it). */
 		EV_SET(&kev, 0, KQ_EVFILT_PORTALERT, EV_DELETE, 0, 0, NULL);
 		error = port_change(kq, &kev);
 		if (error == ENOENT)
 			error = 0;
-	} else {
-		EV_SET(&kev, 0, KQ_EVFILT_PORTALERT, EV_ADD, (unsigned)flags,
-		    events, user);
+	} else if ((flags & (PORT_ALERT_SET | PORT_ALERT_UPDATE)) ==
+	    (PORT_ALERT_SET | PORT_ALERT_UPDATE))
+		error = EINVAL;
+	else {
+		EV_SET(&kev, 0, KQ_EVFILT_PORTALERT, EV_ADD,
+		    flags == PORT_ALERT_UPDATE ? PORT_ALERT_UPDATE :
+		    PORT_ALERT_SET, events, user);
 		error = port_change(kq, &kev);
 	}
 	kq_leave(kq, held);
@@ -1014,18 +1021,21 @@ port_event_of(port_event_t *pe, const struct kevent *kev)
 	}
 }
 
-/* Events pending on a locked port (port_getn with max 0). */
+/*
+ * Events pending on a locked port (port_getn with max 0): the queue, as
+ * illumos's portq_nent, also in alert mode, the alert not counted (attack
+ * helper 27's F2).
+ */
 static uint_t
 port_count(struct kqueue *kq)
 {
 	struct knote *kn;
 	int64_t n;
 
-	if (kq->kq_alert != NULL)
-		return 1;
 	n = kq_absorb(kq);
 	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
-		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))
+		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)) &&
+		    kn != kq->kq_alert)
 			n++;
 	return n > UINT_MAX ? UINT_MAX : (uint_t)n;
 }
@@ -1085,9 +1095,19 @@ port_collect(struct kqueue *kq, port_event_t *list, uint_t max, uint_t want,
 			return -n;
 		}
 		for (i = 0; i < n; i++) {
-			port_event_of(&list[k++], &kev[i]);
-			if (kev[i].filter == KQ_EVFILT_PORTALERT)
+			/*
+			 * The alert, which comes alone, ends the call.  A
+			 * call that took events before it returns those,
+			 * and the next call the alert (port_alert.3, LINUX
+			 * NOTES): the alert alone, as illumos returns it,
+			 * would leave them nowhere (attack helper 27's F1).
+			 */
+			if (kev[i].filter == KQ_EVFILT_PORTALERT) {
 				alert = 1;
+				if (k > 0)
+					break;
+			}
+			port_event_of(&list[k++], &kev[i]);
 		}
 		if (k >= want || nonblock) {
 			if (n < chunk)

@@ -681,20 +681,122 @@ alert_update_on_alerted_port_gives_ebusy(void **state)
 	assert_ptr_equal(pe.portev_user, (void *)5);
 }
 
+/*
+ * illumos's port_alert: both flags are EINVAL; any other value sets (0
+ * acts as PORT_ALERT_SET); events 0 leaves alert mode whatever the flags.
+ */
 static void
-alert_with_both_or_no_flags_gives_einval(void **state)
+alert_flags_both_einval_other_sets_events_zero_always_clears(void **state)
 {
 	int port = new_port();
+	port_event_t pe;
 
 	(void)state;
 	errno = 0;
 	assert_int_equal(port_alert(port, PORT_ALERT_SET | PORT_ALERT_UPDATE,
 	    1, NULL), -1);
 	assert_int_equal(errno, EINVAL);
-	errno = 0;
-	assert_int_equal(port_alert(port, 0, 1, NULL), -1);
-	assert_int_equal(errno, EINVAL);
 	expect_nothing(port);
+	assert_int_equal(port_alert(port, 0, 5, (void *)0x5), 0);
+	pe = expect_event(port);
+	assert_int_equal(pe.portev_source, PORT_SOURCE_ALERT);
+	assert_int_equal(pe.portev_events, 5);
+	assert_ptr_equal(pe.portev_user, (void *)0x5);
+	assert_int_equal(port_alert(port, PORT_ALERT_SET | PORT_ALERT_UPDATE,
+	    0, NULL), 0);
+	expect_nothing(port);
+}
+
+/*
+ * The form with max 0 counts the queue in alert mode too (illumos's
+ * portq_nent; the alert is not in the queue).
+ */
+static void
+getn_with_max_zero_counts_the_queue_in_alert_mode(void **state)
+{
+	int port = new_port(), i;
+	uint_t n = 99;
+
+	(void)state;
+	assert_int_equal(port_alert(port, PORT_ALERT_SET, 1, NULL), 0);
+	assert_int_equal(port_getn(port, NULL, 0, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(port_send(port, i, NULL), 0);
+	n = 0;
+	assert_int_equal(port_getn(port, NULL, 0, &n, NULL), 0);
+	assert_int_equal(n, 3);
+}
+
+struct getn4 {
+	int		port;
+	port_event_t	l[8];
+	uint_t		n;
+	int		ret;
+};
+
+static void *
+getn4_main(void *arg)
+{
+	struct getn4 *g = arg;
+
+	g->n = 4;
+	g->ret = port_getn(g->port, g->l, 8, &g->n, NULL);
+	return NULL;
+}
+
+/*
+ * A port_getn() waiting for four events while two were sent returns when
+ * the alert is set, with the alert alone (illumos) or with what it took
+ * (kq, port_alert.3 LINUX NOTES) -- never both -- and no event is lost
+ * or returned twice.
+ */
+static void
+getn_waiting_for_more_when_alerted_returns_alert_alone_or_its_events(
+    void **state)
+{
+	struct getn4 g;
+	port_event_t l[8];
+	int port = new_port(), seen[2] = { 0, 0 }, alerts = 0;
+	uint_t i, n;
+	pthread_t t;
+
+	(void)state;
+	g.port = port;
+	assert_int_equal(pthread_create(&t, NULL, getn4_main, &g), 0);
+	usleep(50000);
+	assert_int_equal(port_send(port, 0, NULL), 0);
+	assert_int_equal(port_send(port, 1, NULL), 0);
+	usleep(50000);
+	assert_int_equal(port_alert(port, PORT_ALERT_SET, 9, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(g.ret, 0);
+	assert_true(g.n >= 1 && g.n <= 2);
+	for (i = 0; i < g.n; i++) {
+		if (g.l[i].portev_source == PORT_SOURCE_ALERT) {
+			assert_int_equal(g.n, 1);	/* alone */
+			alerts++;
+			continue;
+		}
+		assert_int_equal(g.l[i].portev_source, PORT_SOURCE_USER);
+		seen[g.l[i].portev_events]++;
+	}
+	/* The next call returns the alert. */
+	n = 1;
+	assert_int_equal(port_getn(port, l, 8, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(l[0].portev_source, PORT_SOURCE_ALERT);
+	assert_int_equal(port_alert(port, 0, 0, NULL), 0);
+	n = 1;
+	assert_int_equal(port_getn(port, l, 8, &n, &(struct timespec){ 0, 0 }),
+	    0);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(l[i].portev_source, PORT_SOURCE_USER);
+		seen[l[i].portev_events]++;
+	}
+	assert_int_equal(seen[0], 1);
+	assert_int_equal(seen[1], 1);
+	assert_true(alerts <= 1);
 }
 
 static void
@@ -1733,7 +1835,9 @@ main(void)
 		T(alert_is_returned_by_every_get_and_not_consumed),
 		T(alert_set_on_alerted_port_replaces_it),
 		T(alert_update_on_alerted_port_gives_ebusy),
-		T(alert_with_both_or_no_flags_gives_einval),
+		T(alert_flags_both_einval_other_sets_events_zero_always_clears),
+		T(getn_with_max_zero_counts_the_queue_in_alert_mode),
+		T(getn_waiting_for_more_when_alerted_returns_alert_alone_or_its_events),
 		T(alert_events_zero_leaves_alert_mode_and_keeps_queued_events),
 		T(alert_wakes_every_waiter),
 		T(getn_with_max_zero_reports_the_queue_length),
