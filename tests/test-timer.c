@@ -409,6 +409,33 @@ timer_abstime_fires_once_not_before_deadline_and_stays_triggered(void **state)
 	t_expect_none(kq);
 }
 
+/*
+ * Many absolute deadlines a few hundred microseconds to a few milliseconds
+ * ahead, in nanoseconds: none fires before its wall-clock time (kq once
+ * read the monotonic clock first and could fire up to the time between
+ * its two clock reads early: attack helper 28's F5).
+ */
+static void
+timer_abstime_never_fires_before_its_wall_clock_time(void **state)
+{
+	struct kevent ev;
+	int64_t deadline_ns, early = 0;
+	int kq, i;
+
+	(void)state;
+	kq = t_new_kq();
+	for (i = 0; i < 400; i++) {
+		deadline_ns = real_ns() + 200000 + (i % 8) * 250000;
+		t_change(kq, 7, EVFILT_TIMER, EV_ADD | EV_ONESHOT,
+		    NOTE_ABSTIME | NOTE_NSECONDS, deadline_ns, NULL);
+		ev = wait_one(kq, 2000);
+		assert_int_equal(ev.ident, 7);
+		if (real_ns() < deadline_ns)
+			early++;
+	}
+	assert_int_equal(early, 0);
+}
+
 /* With EV_CLEAR given, an absolute timer is reported once. */
 static void
 timer_abstime_with_ev_clear_is_reported_once(void **state)
@@ -944,6 +971,7 @@ main(void)
 		T(timer_oneshot_zero_fires_at_once),
 		T(timer_abstime_fires_once_not_before_deadline_and_stays_triggered),
 		T(timer_abstime_with_ev_clear_is_reported_once),
+		T(timer_abstime_never_fires_before_its_wall_clock_time),
 		T(timer_abstime_oneshot_fires_once_then_is_gone),
 		T(timer_abstime_in_the_past_fires_at_once),
 		T(timer_abstime_epoch_zero_fires_at_once),
