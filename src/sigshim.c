@@ -71,48 +71,25 @@ static _Atomic int	sig_evfd = -1;
 /* The thread's deliveries (kq_tls.sig_quiet, kq_tls.sig_runs) are read by
    kq_sig_app_runs (sigshim.h). */
 
-static void sig_lock_all(sigset_t *old);
-static void sig_unlock_all(const sigset_t *old);
-
-/*
- * Has the application a handler of its own for a signal no knote watches
- * (whose runs kq does not count)?  Asked of the dispositions themselves.
- */
-static int
-sig_other_handlers(void)
-{
-	struct sigaction sa;
-	sigset_t old;
-	int signo, found = 0;
-
-	sig_lock_all(&old);
-	for (signo = 1; signo < KQ_NSIG && !found; signo++)
-		if (sig_tab[signo].watchers == 0 &&
-		    __sigaction(signo, NULL, &sa) == 0 &&
-		    sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
-			found = 1;
-	sig_unlock_all(&old);
-	return found;
-}
-
 /*
  * A wait that began when the thread's deliveries were `before` failed with
- * EINTR: should kevent() wait again rather than fail?  Yes when only kq's
- * handler ran on the thread for signals the application ignores.  Also
- * when nothing ran on it that kq saw -- a signal sent to the process woke
- * the thread and another thread took it (attack helper 28's F3) -- unless
- * the application has a handler kq does not see, which may have run.
+ * EINTR: should kevent() wait again rather than fail?  Only when kq's
+ * handler ran on the thread, for signals the application ignores, and no
+ * handler of the application's did.  A wake-up with nothing run on the
+ * thread (a signal sent to the process, taken by another thread: attack
+ * helper 28's F3) fails as epoll_wait(2) does: it cannot be told from a
+ * run of a handler kq does not see -- one installed with the raw system
+ * call, or one that has reset its disposition by the time kevent() looks
+ * (SA_RESETHAND, a one-shot alarm()), which must interrupt the wait (the
+ * attempt to tell them apart lost such wake-ups: helper 29's R1 and R2).
  */
 int
 kq_sig_eintr_absorbed(uint64_t before)
 {
 	uint64_t now = kq_sig_app_runs();
 
-	if ((now >> 32) != (before >> 32))
-		return 0;	/* an application handler ran */
-	if ((uint32_t)now != (uint32_t)before)
-		return 1;
-	return !sig_other_handlers();
+	return (now >> 32) == (before >> 32) &&
+	    (uint32_t)now != (uint32_t)before;
 }
 
 /*

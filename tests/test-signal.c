@@ -784,103 +784,86 @@ signal_pending_in_a_thread_that_blocks_it_hides_no_later_send(void **state)
 	assert_int_equal(got, 20);
 }
 
-static _Atomic int eintr_stop, eintr_seen;
-static int eintr_kq[2];
+static pthread_t intr_target;
 
 static void *
-eintr_waiter(void *arg)
-{
-	int kq = eintr_kq[(intptr_t)arg % 2];
-	struct timespec to = { 0, 100000000 };
-	struct kevent ev[4];
-
-	while (!atomic_load(&eintr_stop))
-		if (kevent(kq, NULL, 0, ev, 4, &to) < 0)
-			atomic_fetch_add(&eintr_seen, 1);
-	return NULL;
-}
-
-static void *
-eintr_sender(void *arg)
+intr_sender(void *arg)
 {
 	(void)arg;
-	while (!atomic_load(&eintr_stop)) {
-		kill(getpid(), SIGUSR1);
-		usleep(50);
-	}
+	sleep_ms(50);
+	pthread_kill(intr_target, SIGUSR2);
 	return NULL;
 }
 
-/*
- * The child of eintr_storm: four threads wait on two kqueues (one watches
- * SIGUSR1, which the application ignores) while two send SIGUSR1 to the
- * process for a second.  No handler of the application's exists, so no
- * kevent() may fail.  Exits with the number of failures (at most 100).
- */
-static int
-eintr_storm(void)
+static void
+on_usr2_ignore_next(int sig)
 {
-	struct kevent ch;
-	pthread_t w[4], snd[2];
-	int i, n;
-
-	for (i = 1; i < 32; i++)	/* cmocka's handlers, and the watchdog's */
-		if (i != SIGKILL && i != SIGSTOP)
-			signal(i, SIG_DFL);
-	signal(SIGUSR1, SIG_IGN);
-	alarm(20);
-	eintr_kq[0] = kqueue();
-	eintr_kq[1] = kqueue();
-	EV_SET(&ch, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
-	if (eintr_kq[0] < 0 || eintr_kq[1] < 0 ||
-	    kevent(eintr_kq[0], &ch, 1, NULL, 0, NULL) != 0)
-		return 100;
-	for (i = 0; i < 4; i++)
-		pthread_create(&w[i], NULL, eintr_waiter, (void *)(intptr_t)i);
-	for (i = 0; i < 2; i++)
-		pthread_create(&snd[i], NULL, eintr_sender, NULL);
-	sleep_ms(1000);
-	atomic_store(&eintr_stop, 1);
-	for (i = 0; i < 2; i++)
-		pthread_join(snd[i], NULL);
-	for (i = 0; i < 4; i++)
-		pthread_join(w[i], NULL);
-	n = atomic_load(&eintr_seen);
-	return n > 100 ? 100 : n;
+	hits[sig]++;
+	signal(sig, SIG_IGN);	/* a one-shot handler of its own making */
 }
 
 /*
- * A signal the application ignores, sent to the process, may wake a
- * thread asleep in kevent() and be taken by another thread: that kevent()
- * waits on (LINUX NOTES), where it used to fail with EINTR hundreds of
- * times a second (attack helper 28's F3).
+ * The child of the test below: no handler of the application's but the
+ * one-shot one on SIGUSR2 (a handler kq could see would make kq return
+ * EINTR for its sake).  Exits 0, or the mode that failed plus 1.
+ */
+static int
+intr_child(void)
+{
+	struct timespec to = { 2, 0 };
+	struct kevent ev, ch;
+	struct sigaction sa;
+	int kq, mode, r, e, i;
+	pthread_t t;
+
+	for (i = 1; i < 32; i++)
+		if (i != SIGKILL && i != SIGSTOP)
+			signal(i, SIG_DFL);
+	alarm(20);
+	if ((kq = kqueue()) < 0)
+		return 10;
+	EV_SET(&ch, SIGUSR1, EVFILT_SIGNAL, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ch, 1, NULL, 0, NULL) != 0)
+		return 11;
+	for (mode = 0; mode < 2; mode++) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = mode == 0 ? on_hit : on_usr2_ignore_next;
+		sa.sa_flags = mode == 0 ? SA_RESETHAND : 0;
+		sigaction(SIGUSR2, &sa, NULL);
+		intr_target = pthread_self();
+		pthread_create(&t, NULL, intr_sender, NULL);
+		r = kevent(kq, NULL, 0, &ev, 1, &to);
+		e = errno;
+		pthread_join(t, NULL);
+		if (r != -1 || e != EINTR)
+			return mode + 1;
+	}
+	return 0;
+}
+
+/*
+ * A handler of the application's that ran on the thread interrupts
+ * kevent() (EINTR, as on FreeBSD), also when it has reset its disposition
+ * by the time the wait returns: SA_RESETHAND, or a handler that ignores
+ * the signal from then on (helper 29's R1: kq once waited on, in a
+ * process without another handler).
  */
 static void
-kevent_not_interrupted_by_ignored_signal_that_another_thread_takes(
+kevent_interrupted_by_a_handler_that_reset_itself_fails_with_eintr(
     void **state)
 {
 	pid_t pid;
 	int st;
 
 	(void)state;
-	if (T_TSAN) {
-		/* kq's handler, which TSan does not know, runs its
-		   instrumented code inside TSan's runtime and hangs there
-		   under this storm (attack a14's reason). */
-		fprintf(stderr, "a signal handler inside TSan's runtime: "
-		    "skip\n");
-		skip();
-	}
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(eintr_storm());
+		_exit(intr_child());
 	st = wait_child(pid);
-	if (!WIFEXITED(st))
-		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
 	assert_true(WIFEXITED(st));
 	if (WEXITSTATUS(st) != 0)
-		fprintf(stderr, "kevent failed %d times\n", WEXITSTATUS(st));
+		fprintf(stderr, "child failed: %d\n", WEXITSTATUS(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
@@ -1551,7 +1534,7 @@ main(void)
 		T(signal_pending_before_add_reaches_handler_and_later_sends_count),
 		T(signal_sent_again_after_add_while_pending_from_before_is_counted),
 		T(signal_pending_in_a_thread_that_blocks_it_hides_no_later_send),
-		T(kevent_not_interrupted_by_ignored_signal_that_another_thread_takes),
+		T(kevent_interrupted_by_a_handler_that_reset_itself_fails_with_eintr),
 		T(ignored_sigchld_is_not_counted_and_children_are_reaped),
 		T(sigchld_with_handler_or_default_is_counted),
 #ifdef __linux__
