@@ -241,6 +241,9 @@ again:
 		return 0;
 	}
 
+	/* A changed knote may be true now, its readiness unchanged (a
+	   lower NOTE_LOWAT): not an echo (kq_quiet_echo). */
+	kq->kq_actgen++;
 	if (kev->flags & EV_FORCEONESHOT) {
 		kn->kn_flags |= EV_ONESHOT;
 		kn->kn_status |= KN_ACTIVE;
@@ -1653,8 +1656,21 @@ kq_absorb(struct kqueue *kq)
 				knote_enqueue(kq, kn);
 			else {
 				count++;
+				/*
+				 * The set of ready level knotes stands for
+				 * the set of true ones only where epoll's
+				 * readiness is the filter's: not for
+				 * NOTE_LOWAT, WRITE (a socket's write
+				 * space), nor a kqueue (its echo).  Such a
+				 * knote can turn true with no change here,
+				 * and the echo is then not told apart
+				 * (helper 29's R3): reported.
+				 */
 				if (kq->kq_lvl != NULL && kq->kq_nlvl >= 0 &&
-				    kq->kq_nlvl < KQ_ABSORBN)
+				    kq->kq_nlvl < KQ_ABSORBN &&
+				    kn->kn_filter == EVFILT_READ &&
+				    !(kn->kn_sfflags & NOTE_LOWAT) &&
+				    kq_registry_peek((int)kn->kn_ident) == NULL)
 					kq->kq_lvl[kq->kq_nlvl++] = kn;
 				else
 					kq->kq_nlvl = -1;
@@ -1745,7 +1761,7 @@ kq_pending(int fd, const struct knote *okn, uint64_t omark)
 	struct kqueue *kq = kq_registry_acquire(fd);
 	struct knote *kn;
 	int64_t count;
-	int rung, echo;
+	int rung, echo, selfpolled;
 
 	if (kq == NULL)
 		return 1;	/* a foreign epoll instance: it is readable */
@@ -1756,10 +1772,25 @@ kq_pending(int fd, const struct knote *okn, uint64_t omark)
 		return 1;
 	}
 	count = kq_absorb(kq);
+	/*
+	 * Only knotes of edge-triggered registrations on the active list
+	 * (events the set handed out, moved here): a knote kq tracks itself
+	 * (a level one beside an EV_CLEAR one, below NOTE_LOWAT, a file, a
+	 * user event, a timer) may turn true with nothing queued, which the
+	 * echo's rule would not see (helper 29's R3).
+	 */
+	selfpolled = 0;
 	STAILQ_FOREACH(kn, &kq->kq_head, kn_tqe)
-		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED)))
+		if (!(kn->kn_status & (KN_DROPPED | KN_DISABLED))) {
 			count++;
-	echo = okn != NULL && kq_quiet_echo(kq, okn);
+			if (!filter_lookup(kn->kn_filter)->f_isfd ||
+			    (kn->kn_reg & (R_ET | R_NOPOLL)) != R_ET ||
+			    (kn->kn_status & KN_EMUL) ||
+			    !(kn->kn_flags & (EV_CLEAR | EV_ONESHOT |
+			    EV_DISPATCH)))
+				selfpolled = 1;
+		}
+	echo = okn != NULL && !selfpolled && kq_quiet_echo(kq, okn);
 	rung = kq->kq_bell_rung;
 	kq_bell_update(kq);
 	if (okn != NULL && !rung && kq->kq_bell_rung)

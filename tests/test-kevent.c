@@ -1341,6 +1341,50 @@ clear_knote_on_kqueue_reports_each_activation_once(void **state)
 	clear_watchers_of_kqueue(1);
 }
 
+/*
+ * A knote of the watched kqueue below its NOTE_LOWAT becomes active when
+ * more arrives, or when its mark is lowered: the EV_CLEAR watcher is
+ * reported for it after having reported the kqueue once already (helper
+ * 29's R3: kq took that edge for the echo of its own doorbell).
+ */
+static void
+clear_knote_on_kqueue_reports_a_knote_reaching_its_low_water_mark(
+    void **state)
+{
+	struct kevent ev;
+	int inner, outer, a[2], b[2], how;
+
+	(void)state;
+	for (how = 0; how < 2; how++) {
+		inner = t_new_kq();
+		outer = t_new_kq();
+		new_pair(a);
+		new_pair(b);
+		put(a[1], 10);
+		t_change(inner, b[0], EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+		t_change(inner, a[0], EVFILT_READ, EV_ADD, NOTE_LOWAT, 100,
+		    NULL);
+		t_change(outer, inner, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+		put(b[1], 1);
+		ev = t_expect_one(outer);
+		assert_int_equal(ev.ident, (uintptr_t)inner);
+		/* FreeBSD has nothing more here; kq may report the kqueue
+		   again while it holds a knote it polls itself (kevent.2,
+		   LINUX NOTES). */
+		(void)t_poll(outer, &ev, 1);
+		if (how == 0) {
+			put(a[1], 200);
+			put(a[1], 200);
+		} else
+			t_change(inner, a[0], EVFILT_READ, EV_ADD, NOTE_LOWAT,
+			    1, NULL);
+		ev = t_expect_one(outer);
+		assert_int_equal(ev.ident, (uintptr_t)inner);
+	}
+}
+
 /* FreeBSD's filt_kqueue reports the count and does not look at NOTE_LOWAT. */
 static void
 kqueue_watched_with_note_lowat_reports_any_pending_event(void **state)
@@ -1506,6 +1550,7 @@ main(void)
 		T(nested_kqueue_data_counts_pending_events),
 		T(clear_knote_on_kqueue_reports_each_activation_once),
 		T(kqueue_watched_with_note_lowat_reports_any_pending_event),
+		T(clear_knote_on_kqueue_reports_a_knote_reaching_its_low_water_mark),
 		T(kqueue_registered_in_itself_fails_einval),
 		T(kqueues_in_one_process_are_independent),
 		T(knote_silent_for_65536_collections_is_still_reported),
