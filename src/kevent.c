@@ -1771,7 +1771,12 @@ kq_pending(int fd, const struct knote *okn, uint64_t omark)
 		kq_release(kq);
 		return 1;
 	}
+	kq->kq_watched = 1;
+	rung = kq->kq_bell_rung;
 	count = kq_absorb(kq);
+	/* What the absorb queued woke the watchers already: no ring owed. */
+	if (kq->kq_bell_rung == 2 && rung != 2)
+		kq->kq_bell_rung = 1;
 	/*
 	 * Only knotes of edge-triggered registrations on the active list
 	 * (events the set handed out, moved here): a knote kq tracks itself
@@ -1793,8 +1798,8 @@ kq_pending(int fd, const struct knote *okn, uint64_t omark)
 	echo = okn != NULL && !selfpolled && kq_quiet_echo(kq, okn);
 	rung = kq->kq_bell_rung;
 	kq_bell_update(kq);
-	if (okn != NULL && !rung && kq->kq_bell_rung)
-		kq_quiet_record(kq, okn, omark);
+	if (okn != NULL && rung != 1 && kq->kq_bell_rung == 1)
+		kq_quiet_record(kq, okn, omark);	/* this call rang */
 	KQ_UNLOCK(kq);
 	kq_release(kq);
 	return echo ? 0 : count;

@@ -230,6 +230,14 @@ knote_enqueue(struct kqueue *kq, struct knote *kn)
 	STAILQ_INSERT_TAIL(&kq->kq_head, kn, kn_tqe);
 	kq->kq_count++;
 	kq->kq_actgen++;	/* an activation (kq_quiet_echo) */
+	/*
+	 * A kqueue another kqueue watches: a knote queued while the
+	 * doorbell is rung must still be an edge for the watcher (FreeBSD's
+	 * knote_enqueue wakes it each time), so the doorbell owes a ring
+	 * (kq_bell_update).
+	 */
+	if (kq->kq_bell_rung == 1 && kq->kq_watched)
+		kq->kq_bell_rung = 2;
 }
 
 /*
@@ -306,7 +314,9 @@ kq_bell_sync(struct kqueue *kq)
 	KQ_ASSERT(src->ks_ready != NULL);
 	if (kq->kq_dead)
 		return;
-	if (kq->kq_count > 0 && !kq->kq_bell_rung) {
+	if (kq->kq_count > 0 && kq->kq_bell_rung != 1) {
+		/* Silent, or rung with a ring owed (2): a write wakes the
+		   watchers again, even of a readable eventfd. */
 		(void)kq_nc_write(src->ks_fd, &v, sizeof(v));
 		kq->kq_bell_rung = 1;
 	} else if (kq->kq_count == 0 && kq->kq_bell_rung) {

@@ -307,7 +307,8 @@ struct kqueue {
 					   leak if they were still open */
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
 	int		 kq_count;	/* entries on kq_head (incl. dropped) */
-	int		 kq_bell_rung;	/* the doorbell eventfd is readable */
+	int		 kq_bell_rung;	/* the doorbell eventfd is readable (1;
+					   2: and owes a ring, knote_enqueue) */
 	int		 kq_zombie;	/* an unremovable registration exists:
 					   rebuild the epoll set (kevent.c) */
 	int		 kq_epfirst;	/* start the next collection with the
@@ -393,6 +394,9 @@ struct kqueue {
 	 * when it saw more than it could hold.
 	 */
 	uint64_t	 kq_actgen;
+	int		 kq_watched;	/* a kqueue asked for its count once
+					   (kq_pending): knote_enqueue owes
+					   watchers a ring */
 	struct knote	**kq_lvl;
 	int		 kq_nlvl;
 	const void	*kq_quiet_kn;
@@ -635,7 +639,7 @@ void		 kq_bell_ring(struct kqueue *);
 static inline void
 kq_bell_update(struct kqueue *kq)
 {
-	if ((kq->kq_count > 0) != (kq->kq_bell_rung != 0))
+	if (kq->kq_bell_rung != (kq->kq_count > 0))
 		kq_bell_sync(kq);
 }
 

@@ -1385,6 +1385,42 @@ clear_knote_on_kqueue_reports_a_knote_reaching_its_low_water_mark(
 	}
 }
 
+/*
+ * Two user events triggered one after the other on a watched kqueue that
+ * is not collected in between: each is queued there, and each activates
+ * the EV_CLEAR watcher (FreeBSD's knote_enqueue wakes it each time).  kq
+ * rang its doorbell for the first only (helper 29's P1).
+ */
+static void
+clear_knote_on_kqueue_reports_each_user_event_queued_there(void **state)
+{
+	struct kevent ev;
+	int inner, outer, late;
+
+	(void)state;
+	for (late = 0; late < 2; late++) {
+		inner = t_new_kq();
+		outer = t_new_kq();
+		t_change(inner, 1, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+		if (!late)
+			t_change(inner, 2, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0,
+			    NULL);
+		t_change(outer, inner, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0,
+		    NULL);
+		t_change(inner, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+		ev = t_expect_one(outer);
+		assert_int_equal(ev.data, 1);
+		t_expect_none(outer);
+		if (late)
+			t_change(inner, 2, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0,
+			    NULL);
+		t_change(inner, 2, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+		ev = t_expect_one(outer);
+		assert_int_equal(ev.data, 2);
+		t_expect_none(outer);
+	}
+}
+
 /* FreeBSD's filt_kqueue reports the count and does not look at NOTE_LOWAT. */
 static void
 kqueue_watched_with_note_lowat_reports_any_pending_event(void **state)
@@ -1550,6 +1586,7 @@ main(void)
 		T(nested_kqueue_data_counts_pending_events),
 		T(clear_knote_on_kqueue_reports_each_activation_once),
 		T(kqueue_watched_with_note_lowat_reports_any_pending_event),
+		T(clear_knote_on_kqueue_reports_each_user_event_queued_there),
 		T(clear_knote_on_kqueue_reports_a_knote_reaching_its_low_water_mark),
 		T(kqueue_registered_in_itself_fails_einval),
 		T(kqueues_in_one_process_are_independent),
