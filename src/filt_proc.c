@@ -399,6 +399,19 @@ proc_track(struct kqueue *kq, struct procnote *pn, uint32_t child,
 	return 0;
 }
 
+/*
+ * After the connector reported the exit of pn's thread-group leader, is
+ * the process gone?  Its other threads may live on (the leader called
+ * pthread_exit) and fork: not gone while the pidfd says it runs (attack
+ * helper 29's P4).
+ */
+static int
+proc_gone(struct procnote *pn)
+{
+	return (pn->pn_state & PN_EXITED) || pn->pn_pidfd < 0 ||
+	    kq_pidfd_exited(pn->pn_pidfd);
+}
+
 static void
 proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 {
@@ -419,7 +432,8 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		 */
 		pn = proc_lookup(kq, ev->event_data.fork.parent_tgid);
 		if (pn == NULL || ts < pn->pn_since ||
-		    ((pn->pn_state & PN_CNEXIT) && ts > pn->pn_exitts))
+		    ((pn->pn_state & PN_CNEXIT) && ts > pn->pn_exitts &&
+		    proc_gone(pn)))
 			return;
 		if ((pn->pn_kn.kn_sfflags & NOTE_TRACK) &&
 		    proc_track(kq, pn, ev->event_data.fork.child_tgid, ts) != 0)

@@ -855,6 +855,70 @@ tracked_process_exiting_before_kevent_reports_every_child(void **state)
 	close(kq);
 }
 
+static void *
+leaderless_forker(void *arg)
+{
+	(void)arg;
+	usleep(100000);		/* the main thread has ended by now */
+	if (fork() == 0) {
+		usleep(50000);
+		_exit(4);
+	}
+	usleep(100000);
+	exit(0);
+}
+
+/*
+ * A tracked process whose main thread ended (pthread_exit) while another
+ * thread forks: the fork is the process's, reported with NOTE_FORK, and
+ * the child is followed (FreeBSD's knote_fork).  The connector reports
+ * the main thread's end as the leader's exit, after which kq took the
+ * fork for a new process under a reused pid (helper 29's P4).
+ */
+static void
+fork_after_the_main_thread_ended_is_followed(void **state)
+{
+	int kq = kqueue(), go[2], pfork = 0, cchild = 0, cexit = 0, pexit = 0;
+	struct kevent ev;
+	pthread_t t;
+	char x;
+	pid_t p;
+
+	(void)state;
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(9);
+		if (pthread_create(&t, NULL, leaderless_forker, NULL) != 0)
+			_exit(8);
+		pthread_exit(NULL);
+	}
+	close(go[0]);
+	proc_add_or_skip(kq, p, NOTE_EXIT | NOTE_FORK | NOTE_TRACK, NULL);
+	write_all(go[1], "x", 1);
+	while (!(pexit && cexit) && wait_event(kq, &ev, 5000) == 1) {
+		assert_false(ev.fflags & NOTE_TRACKERR);
+		if (ev.ident == (uintptr_t)p) {
+			pfork |= (ev.fflags & NOTE_FORK) != 0;
+			pexit |= (ev.fflags & NOTE_EXIT) != 0;
+		} else {
+			cchild |= (ev.fflags & NOTE_CHILD) != 0;
+			cexit |= (ev.fflags & NOTE_EXIT) != 0;
+		}
+	}
+	assert_true(pfork);
+	assert_true(cchild);
+	assert_true(cexit);
+	assert_true(pexit);
+	assert_int_equal(waitpid(p, NULL, 0), p);
+	close(go[1]);
+	close(kq);
+}
+
 /*
  * NOTE_TRACKERR: the child's knote cannot be attached.  Provoked on Linux
  * by the descriptor limit (kq holds a pidfd per knote); FreeBSD would
@@ -1193,6 +1257,7 @@ main(void)
 		cmocka_unit_test(note_track_follows_forks_as_in_the_paper),
 		cmocka_unit_test(
 		    tracked_process_exiting_before_kevent_reports_every_child),
+		cmocka_unit_test(fork_after_the_main_thread_ended_is_followed),
 #ifdef __linux__
 		cmocka_unit_test(note_trackerr_when_child_cannot_be_attached),
 #endif
