@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/event.h>
 #include <cmocka.h>
 
@@ -253,6 +254,29 @@ t_spawn_waiting(int go[2], int code)
 	}
 	close(go[0]);
 	return pid;
+}
+
+/*
+ * Run fn in a forked child, which ends with T_EXIT(fn()); returns the
+ * child's exit code (a child killed by a signal fails the test).
+ */
+static inline int
+t_child_code(int (*fn)(void))
+{
+	pid_t pid, r;
+	int st = 0;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		T_EXIT(fn());
+	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	assert_int_equal(r, pid);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
 }
 
 #if defined(__SANITIZE_ADDRESS__) && defined(__linux__)

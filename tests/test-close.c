@@ -328,21 +328,15 @@ static void
 close_range_unsharing_in_a_process_of_one_thread_frees_the_kqueues(
     void **state)
 {
-	pid_t pid;
-	int st;
+	int code;
 
 	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(unshare_child());
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	if (WEXITSTATUS(st) == 77) {
+	code = t_child_code(unshare_child);
+	if (code == 77) {
 		fprintf(stderr, "another thread in the child: skip\n");
 		skip();
 	}
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(code, 0);
 }
 
 /*

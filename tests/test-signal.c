@@ -852,19 +852,8 @@ static void
 kevent_interrupted_by_a_handler_that_reset_itself_fails_with_eintr(
     void **state)
 {
-	pid_t pid;
-	int st;
-
 	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(intr_child());
-	st = wait_child(pid);
-	assert_true(WIFEXITED(st));
-	if (WEXITSTATUS(st) != 0)
-		fprintf(stderr, "child failed: %d\n", WEXITSTATUS(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(t_child_code(intr_child), 0);
 }
 
 /* ------------------------------------------------------------------ */
