@@ -130,7 +130,7 @@ kq_change(struct kqueue *kq, struct kevent *kev)
 {
 	const struct filterops *fop;
 	struct knote *kn;
-	int error, retried = 0;
+	int error, retried = 0, queued;
 
 	if (KQ_UNLIKELY((kev->flags & (EV_ENABLE | EV_DISABLE)) ==
 	    (EV_ENABLE | EV_DISABLE)))
@@ -220,6 +220,8 @@ again:
 			return error;
 		}
 		kn->kn_status |= KN_ATTACHED;
+		if (KQ_UNLIKELY(kn->kn_status & KN_QUEUED))
+			kq_bell_owe(kq);	/* true at once, in userspace */
 		return 0;
 	}
 
@@ -244,6 +246,7 @@ again:
 	/* A changed knote may be true now, its readiness unchanged (a
 	   lower NOTE_LOWAT): not an echo (kq_quiet_echo). */
 	kq->kq_actgen++;
+	queued = kn->kn_status & KN_QUEUED;
 	if (kev->flags & EV_FORCEONESHOT) {
 		kn->kn_flags |= EV_ONESHOT;
 		kn->kn_status |= KN_ACTIVE;
@@ -273,6 +276,8 @@ again:
 			goto again;
 		return kq_fd_valid(kev->ident) ? ENOENT : EBADF;
 	}
+	if (!queued && (kn->kn_status & KN_QUEUED))
+		kq_bell_owe(kq);	/* an activation in userspace */
 	return error;
 }
 
@@ -1771,12 +1776,8 @@ kq_pending(int fd, const struct knote *okn, uint64_t omark)
 		kq_release(kq);
 		return 1;
 	}
-	kq->kq_watched = 1;
-	rung = kq->kq_bell_rung;
+	kq->kq_watched = 1;	/* kq_bell_owe */
 	count = kq_absorb(kq);
-	/* What the absorb queued woke the watchers already: no ring owed. */
-	if (kq->kq_bell_rung == 2 && rung != 2)
-		kq->kq_bell_rung = 1;
 	/*
 	 * Only knotes of edge-triggered registrations on the active list
 	 * (events the set handed out, moved here): a knote kq tracks itself

@@ -230,13 +230,21 @@ knote_enqueue(struct kqueue *kq, struct knote *kn)
 	STAILQ_INSERT_TAIL(&kq->kq_head, kn, kn_tqe);
 	kq->kq_count++;
 	kq->kq_actgen++;	/* an activation (kq_quiet_echo) */
-	/*
-	 * A kqueue another kqueue watches: a knote queued while the
-	 * doorbell is rung must still be an edge for the watcher (FreeBSD's
-	 * knote_enqueue wakes it each time), so the doorbell owes a ring
-	 * (kq_bell_update).
-	 */
-	if (kq->kq_bell_rung == 1 && kq->kq_watched)
+}
+
+/*
+ * A change (kq_change) queued a knote that was not queued: an activation
+ * made in userspace, which no kernel edge announces.  For a kqueue another
+ * kqueue watches, with its doorbell rung already, the doorbell owes a ring
+ * (kq_bell_update writes it again), as FreeBSD's knote_enqueue wakes the
+ * watchers each time.  Not for a collection putting a level knote back on
+ * the list (FreeBSD's kqueue_scan re-appends it without a wake-up): that
+ * made a loop on nested kqueues spin (helper 30's F1).
+ */
+void
+kq_bell_owe(struct kqueue *kq)
+{
+	if (kq->kq_watched && kq->kq_bell_rung == 1)
 		kq->kq_bell_rung = 2;
 }
 

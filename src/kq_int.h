@@ -308,7 +308,7 @@ struct kqueue {
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
 	int		 kq_count;	/* entries on kq_head (incl. dropped) */
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable (1;
-					   2: and owes a ring, knote_enqueue) */
+					   2: and owes a ring, kq_bell_owe) */
 	int		 kq_zombie;	/* an unremovable registration exists:
 					   rebuild the epoll set (kevent.c) */
 	int		 kq_epfirst;	/* start the next collection with the
@@ -395,8 +395,7 @@ struct kqueue {
 	 */
 	uint64_t	 kq_actgen;
 	int		 kq_watched;	/* a kqueue asked for its count once
-					   (kq_pending): knote_enqueue owes
-					   watchers a ring */
+					   (kq_pending): kq_bell_owe */
 	struct knote	**kq_lvl;
 	int		 kq_nlvl;
 	const void	*kq_quiet_kn;
@@ -625,6 +624,7 @@ kq_mix64(uint64_t x)
 }
 
 void		 kq_bell_sync(struct kqueue *);
+void		 kq_bell_owe(struct kqueue *);
 int		 kq_bell_create(struct kqueue *);
 void		 kq_bell_ring(struct kqueue *);
 

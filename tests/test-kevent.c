@@ -1421,6 +1421,39 @@ clear_knote_on_kqueue_reports_each_user_event_queued_there(void **state)
 	}
 }
 
+/*
+ * A collection of the watched kqueue that puts a knote still true back on
+ * its list (a triggered user event without EV_CLEAR) activates nothing:
+ * FreeBSD's kqueue_scan re-appends it without a wake-up.  An event loop
+ * that waits on the watcher and collects the watched kqueue then sleeps;
+ * ae62d65 made each collection wake the watcher, and such a loop spun
+ * (helper 30's F1).
+ */
+static void
+kqueue_watcher_is_not_woken_by_each_collection_of_the_watched_kqueue(
+    void **state)
+{
+	struct kevent ev;
+	int inner, outer, i, woken = 0;
+
+	(void)state;
+	inner = t_new_kq();
+	outer = t_new_kq();
+	t_change(inner, 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	t_change(outer, inner, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	t_change(inner, 1, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.ident, (uintptr_t)inner);
+	for (i = 0; i < 100; i++) {
+		ev = t_expect_one(inner);
+		assert_int_equal(ev.ident, 1);
+		woken += t_poll(outer, &ev, 1);
+	}
+	/* kq may report the watcher again now and then (LINUX NOTES),
+	   never once a collection. */
+	assert_true(woken < 10);
+}
+
 /* FreeBSD's filt_kqueue reports the count and does not look at NOTE_LOWAT. */
 static void
 kqueue_watched_with_note_lowat_reports_any_pending_event(void **state)
@@ -1587,6 +1620,7 @@ main(void)
 		T(clear_knote_on_kqueue_reports_each_activation_once),
 		T(kqueue_watched_with_note_lowat_reports_any_pending_event),
 		T(clear_knote_on_kqueue_reports_each_user_event_queued_there),
+		T(kqueue_watcher_is_not_woken_by_each_collection_of_the_watched_kqueue),
 		T(clear_knote_on_kqueue_reports_a_knote_reaching_its_low_water_mark),
 		T(kqueue_registered_in_itself_fails_einval),
 		T(kqueues_in_one_process_are_independent),
