@@ -89,6 +89,7 @@ struct procnote {
 	uint64_t	pn_exitts;	/* PN_CNEXIT: the exit's time; events
 					   after it are of a process that
 					   reused the pid */
+	uint64_t	pn_opened;	/* when the pidfd was opened */
 };
 
 #define PN(kn)		((struct procnote *)(void *)(kn))
@@ -408,8 +409,10 @@ proc_track(struct kqueue *kq, struct procnote *pn, uint32_t child,
 static int
 proc_gone(struct procnote *pn)
 {
+	/* A pidfd opened after that exit may name a process that reused
+	   the pid (a tracked child kq attached late: helper 30's F2). */
 	return (pn->pn_state & PN_EXITED) || pn->pn_pidfd < 0 ||
-	    kq_pidfd_exited(pn->pn_pidfd);
+	    pn->pn_opened > pn->pn_exitts || kq_pidfd_exited(pn->pn_pidfd);
 }
 
 static void
@@ -745,7 +748,7 @@ filt_procattach_made(struct kqueue *kq, struct knote *kn)
 		return errno;
 	}
 	/* First the time, then the check: see proc_await_cn. */
-	pn->pn_since = (uint64_t)kq_now_ns();
+	pn->pn_since = pn->pn_opened = (uint64_t)kq_now_ns();
 	if (kq_pidfd_exited(fd)) {
 		if (!(kn->kn_sfflags & NOTE_EXIT)) {
 			/* FreeBSD finds a zombie only for NOTE_EXIT. */
