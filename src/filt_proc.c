@@ -542,7 +542,6 @@ proc_cn_read(struct kqueue *kq, struct kqsrc *src)
 static void
 proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 {
-	(void)events;
 	/* More left: the level-triggered registration brings us back. */
 	(void)proc_cn_read(kq, src);
 }

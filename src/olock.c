@@ -58,15 +58,6 @@ kq_olock_token(void)
 #define cpu_relax()	do { } while (0)
 #endif
 
-static int64_t
-olock_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* Take the lock, waiting until the monotonic time end (never if end is
    negative): 1 if taken, 0 if end came first. */
 static int
@@ -96,7 +87,7 @@ olock_wait_until(_Atomic uint32_t *w, uint32_t me, uint32_t c, int64_t end)
 			syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, NULL,
 			    NULL, 0);
 		else {
-			if ((rest = end - olock_now()) <= 0)
+			if ((rest = end - kq_now_ns()) <= 0)
 				return 0;
 			left.tv_sec = (time_t)(rest / 1000000000);
 			left.tv_nsec = (long)(rest % 1000000000);
@@ -132,7 +123,7 @@ kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns)
 
 	if (!atomic_compare_exchange_strong_explicit(w, &c, me,
 	    memory_order_acquire, memory_order_relaxed) &&
-	    !olock_wait_until(w, me, c, olock_now() + ns))
+	    !olock_wait_until(w, me, c, kq_now_ns() + ns))
 		return 0;
 	kq_tls.owned++;
 	atomic_signal_fence(memory_order_seq_cst);
