@@ -90,11 +90,20 @@ struct procnote {
 					   after it are of a process that
 					   reused the pid */
 	uint64_t	pn_opened;	/* when the pidfd was opened */
+	int64_t		pn_waituntil;	/* PN_EXITWAIT: when it stops waiting */
 };
 
 #define PN(kn)		((struct procnote *)(void *)(kn))
 #define NOTE_NEEDCN	(NOTE_FORK | NOTE_EXEC | NOTE_TRACK)
 #define CN_RCVBUF	(4 << 20)
+/*
+ * How long an exit awaits its status from the connector (PN_EXITWAIT).
+ * The message follows the pidfd's wake-up by microseconds, unless the
+ * exiting task is preempted in between; a message the kernel dropped
+ * (the socket's buffer full, ENOBUFS reported before the exit was seen)
+ * never comes: past this the exit is reported with the best status left.
+ */
+#define PN_CNWAIT_NS	(100 * 1000000LL)
 #define CN_BATCH	64	/* datagrams read per wake-up */
 /*
  * The connector's receive buffer, on the heap (the source's ks_arg, made
@@ -268,9 +277,13 @@ proc_check_exit(struct kqueue *kq, struct procnote *pn)
 
 	if (!(pn->pn_state & (PN_EXITED | PN_EXITWAIT)) &&
 	    pn->pn_pidfd >= 0 && kq_pidfd_exited(pn->pn_pidfd)) {
-		if (proc_await_cn(kq, pn, &status))
+		if (proc_await_cn(kq, pn, &status)) {
 			pn->pn_state |= PN_EXITWAIT;
-		else
+			pn->pn_waituntil = kq_now_ns() + PN_CNWAIT_NS;
+			if (kq->kq_exitwait == 0 ||
+			    pn->pn_waituntil < kq->kq_exitwait)
+				kq->kq_exitwait = pn->pn_waituntil;
+		} else
 			proc_mark_exit(pn, status);
 	}
 	return (pn->pn_state & PN_EXITED) != 0;
@@ -544,6 +557,44 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 {
 	/* More left: the level-triggered registration brings us back. */
 	(void)proc_cn_read(kq, src);
+}
+
+/*
+ * The collection's look at the exits that await their connector message
+ * (kq_exitwait set; kevent()'s waits end by then): once it is due, the
+ * connector is read, and each exit still waiting past PN_CNWAIT_NS is
+ * reported with the best status left, as after a loss the connector
+ * reported (proc_cn_lost): its message was dropped before kq saw the
+ * exit.  Sets kq_exitwait to the next such time, 0 when none waits.  A
+ * walk of the hash, made only while an exit waits.  kq_lock held.
+ */
+void
+kq_proc_exitwait(struct kqueue *kq)
+{
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_PROC];
+	int64_t now = kq_now_ns(), next = 0;
+	struct knote *kn;
+	size_t b;
+
+	if (now < kq->kq_exitwait)
+		return;
+	if (src->ks_ready != NULL && !kq->kq_dead)
+		(void)proc_cn_read(kq, src);
+	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
+		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link) {
+			struct procnote *pn = PN(kn);
+
+			if (kn->kn_filter != EVFILT_PROC ||
+			    (pn->pn_state & (PN_EXITWAIT | PN_EXITED)) !=
+			    PN_EXITWAIT)
+				continue;
+			if (now >= pn->pn_waituntil) {
+				proc_mark_exit(pn, -1);
+				proc_wake(kq, pn);
+			} else if (next == 0 || pn->pn_waituntil < next)
+				next = pn->pn_waituntil;
+		}
+	kq->kq_exitwait = next;
 }
 
 /*

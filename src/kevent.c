@@ -1066,6 +1066,8 @@ kq_collect_in(struct kqueue *kq, struct kevent *out, int nevents,
 	}
 	if (kq->kq_empty != NULL)
 		kq_empty_repoll(kq);
+	if (__builtin_expect(kq->kq_exitwait != 0, 0))
+		kq_proc_exitwait(kq);
 	/*
 	 * Fairness between the two sources: while the active list has
 	 * knotes, collections start alternately with it and with the epoll
@@ -1246,14 +1248,14 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 
 	kq->kq_scanid++;
 	/*
-	 * With the active list empty (and no rebuild or EMPTY re-check due),
-	 * the epoll set is all there is to collect: the first round skips
-	 * the look under kq_lock and goes straight to the wait, outside it
-	 * (a zero timeout makes it a look).  The events it brings are
+	 * With the active list empty (and no rebuild, EMPTY re-check or
+	 * awaited exit due), the epoll set is all there is to collect: the
+	 * first round skips the look under kq_lock and goes straight to the
+	 * wait, outside it (a zero timeout makes it a look).  The events it brings are
 	 * translated under the lock as any wait's.
 	 */
 	fast = kq->kq_count == 0 && !kq->kq_zombie && kq->kq_empty == NULL &&
-	    !inside;
+	    kq->kq_exitwait == 0 && !inside;
 	for (;;) {
 		if (fast) {
 			fast = 0;
@@ -1309,6 +1311,16 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 		if (kq->kq_empty != NULL && (tmo < 0 ||
 		    tmo > KQ_REPOLL_MS * 1000000))
 			tmo = KQ_REPOLL_MS * 1000000;
+		if (kq->kq_exitwait != 0) {
+			/* An exit awaits its connector message until then
+			   (filt_proc.c): the collection looks again. */
+			int64_t left = kq->kq_exitwait - kq_now_ns();
+
+			if (left < 1000000)
+				left = 1000000;
+			if (tmo < 0 || tmo > left)
+				tmo = left;
+		}
 wait:
 		seq = kq->kq_regseq;
 		kq_bell_update(kq);	/* a stale doorbell would make us spin */

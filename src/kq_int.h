@@ -340,6 +340,10 @@ struct kqueue {
 					   NULL if none */
 	uint32_t	 kq_empty_gen;	/* last tag of a KQ_SRC_EMPTY
 					   registration (filt_fd.c; kq_lock) */
+	int64_t		 kq_exitwait;	/* when the first EVFILT_PROC exit that
+					   awaits its connector message stops
+					   waiting (kq_now_ns; 0: none waits;
+					   filt_proc.c, kq_lock) */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;
@@ -820,6 +824,7 @@ int		 kq_owned_number(const struct kqueue *);
 int64_t		 kq_pending(int fd, const struct knote *okn, uint64_t omark);
 /* filt_fd.c: queue every enabled EVFILT_EMPTY knote for a re-check. */
 void		 kq_empty_repoll(struct kqueue *kq);
+void		 kq_proc_exitwait(struct kqueue *kq);
 int64_t		 kq_absorb(struct kqueue *);
 
 /*
