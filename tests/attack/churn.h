@@ -6,7 +6,11 @@
  * slots and closes them with the program's closer.  A watchdog thread, with SIGALRM
  * blocked, exits 2 after 10 s without a kqueue made.  churn_begin() sets it
  * all up and returns the descriptor count to come back to; churn_end()
- * stops it, closes what is left and returns the count after.
+ * stops it, closes what is left and returns the count after.  A program
+ * with threads of its own that the handler may run on sets churn_join to
+ * end them before the count: a handler still closing a kqueue there (its
+ * inotify descriptor's release alone may take milliseconds) has not yet
+ * closed its descriptors.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +36,7 @@ static char path[64];
 static pid_t child;
 static const char *churn_name;
 static int (*churn_closer)(int);
+static void (*churn_join)(void);
 
 static void
 on_alarm(int s)
@@ -191,6 +196,8 @@ churn_end(int seconds)
 	stop = 1;
 	for (int i = 0; i < NTHR; i++)
 		pthread_join(churn_t[i], NULL);
+	if (churn_join != NULL)
+		churn_join();
 	memset(&off, 0, sizeof(off));
 	setitimer(ITIMER_REAL, &off, NULL);
 	for (int i = 0; i < NTHR; i++)
