@@ -101,7 +101,9 @@ struct procnote {
  * The message follows the pidfd's wake-up by microseconds, unless the
  * exiting task is preempted in between; a message the kernel dropped
  * (the socket's buffer full, ENOBUFS reported before the exit was seen)
- * never comes: past this the exit is reported with the best status left.
+ * never comes.  Past this, once kq has read the connector to its end or
+ * to messages stamped later than this, the exit is reported with the
+ * best status left (kq_proc_exitwait).
  */
 #define PN_CNWAIT_NS	(100 * 1000000LL)
 #define CN_BATCH	64	/* datagrams read per wake-up */
@@ -281,8 +283,10 @@ proc_check_exit(struct kqueue *kq, struct procnote *pn)
 			pn->pn_state |= PN_EXITWAIT;
 			pn->pn_waituntil = kq_now_ns() + PN_CNWAIT_NS;
 			if (kq->kq_exitwait == 0 ||
-			    pn->pn_waituntil < kq->kq_exitwait)
+			    pn->pn_waituntil < kq->kq_exitwait) {
 				kq->kq_exitwait = pn->pn_waituntil;
+				kq_timer_wake(kq);
+			}
 		} else
 			proc_mark_exit(pn, status);
 	}
@@ -546,8 +550,11 @@ proc_cn_read(struct kqueue *kq, struct kqsrc *src)
 			return 1;	/* EAGAIN: drained */
 		}
 		CN_FOREACH(nh, buf, n)
-			if (proc_cn_event(nh, &ev, &ack))
+			if (proc_cn_event(nh, &ev, &ack)) {
+				if (ev.timestamp_ns > kq->kq_cnseen)
+					kq->kq_cnseen = ev.timestamp_ns;
 				proc_cn_handle(kq, &ev);
+			}
 	}
 	return 0;
 }
@@ -559,14 +566,21 @@ proc_cn_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	(void)proc_cn_read(kq, src);
 }
 
+#define CN_DRAIN	64	/* batches read at most in one go */
+
 /*
- * The collection's look at the exits that await their connector message
- * (kq_exitwait set; kevent()'s waits end by then): once it is due, the
- * connector is read, and each exit still waiting past PN_CNWAIT_NS is
- * reported with the best status left, as after a loss the connector
- * reported (proc_cn_lost): its message was dropped before kq saw the
- * exit.  Sets kq_exitwait to the next such time, 0 when none waits.  A
- * walk of the hash, made only while an exit waits.  kq_lock held.
+ * The look at the exits that await their connector message, once the
+ * first may stop waiting (kq_exitwait): from each collection, and from
+ * the timer source (filt_timer.c), whose timerfd is armed for it so that
+ * every sleeper wakes -- a kevent() on another thread, poll() on the
+ * kqueue, a kqueue watching this one.  The connector is read first; an
+ * exit whose wait is over is reported with the best status left (as
+ * after a loss the connector reported, proc_cn_lost: its message was
+ * dropped before kq saw the exit) only when the connector was read to
+ * its end, or to messages stamped after the wait's end: a backlog not
+ * yet read may still hold it, and the process's forks and execs before
+ * it.  Sets kq_exitwait to the next time to look, 0 when no exit waits.
+ * A walk of the hash, made only while an exit waits.  kq_lock held.
  */
 void
 kq_proc_exitwait(struct kqueue *kq)
@@ -574,27 +588,38 @@ kq_proc_exitwait(struct kqueue *kq)
 	struct kqsrc *src = &kq->kq_src[KQ_SRC_PROC];
 	int64_t now = kq_now_ns(), next = 0;
 	struct knote *kn;
+	int drained = 1, i;
 	size_t b;
 
 	if (now < kq->kq_exitwait)
 		return;
 	if (src->ks_ready != NULL && !kq->kq_dead)
-		(void)proc_cn_read(kq, src);
+		for (i = 0; i < CN_DRAIN && !(drained =
+		    proc_cn_read(kq, src)); i++)
+			;
 	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
 		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link) {
 			struct procnote *pn = PN(kn);
+			int64_t when = pn->pn_waituntil;
 
 			if (kn->kn_filter != EVFILT_PROC ||
 			    (pn->pn_state & (PN_EXITWAIT | PN_EXITED)) !=
 			    PN_EXITWAIT)
 				continue;
-			if (now >= pn->pn_waituntil) {
+			if (now >= when && (drained ||
+			    kq->kq_cnseen >= (uint64_t)when)) {
 				proc_mark_exit(pn, -1);
 				proc_wake(kq, pn);
-			} else if (next == 0 || pn->pn_waituntil < next)
-				next = pn->pn_waituntil;
+				continue;
+			}
+			if (now >= when)
+				when = now + 1000000;	/* read on, then */
+			if (next == 0 || when < next)
+				next = when;
 		}
 	kq->kq_exitwait = next;
+	if (next != 0)
+		kq_timer_wake(kq);
 }
 
 /*
@@ -605,7 +630,6 @@ kq_proc_exitwait(struct kqueue *kq)
  * children would be lost.  At most CN_DRAIN batches; if more is left, the
  * tracking may have missed forks: NOTE_TRACKERR.
  */
-#define CN_DRAIN	64
 
 static void
 proc_cn_drain(struct kqueue *kq, struct procnote *pn)

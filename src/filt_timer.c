@@ -168,6 +168,10 @@ timer_arm(struct kqueue *kq, struct theap *h)
 	if (kq->kq_dead)
 		return;
 	when = h->th_n > 0 ? h->th_h[0]->tk_deadline : INT64_MAX;
+	/* Also the next look at exits awaiting their connector message
+	   (filt_proc.c: kq_proc_exitwait). */
+	if (kq->kq_exitwait != 0 && kq->kq_exitwait < when)
+		when = kq->kq_exitwait;
 	if (when >= h->th_armed)
 		return;
 	if (when != INT64_MAX) {
@@ -225,6 +229,8 @@ timer_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	(void)r;
 	h->th_armed = INT64_MAX;
 	timer_expire(kq, h);
+	if (kq->kq_exitwait != 0)
+		kq_proc_exitwait(kq);
 	timer_arm(kq, h);
 }
 
@@ -285,6 +291,21 @@ timer_source(struct kqueue *kq, int *error)
 	r = timer_source_made(kq, error);
 	kq_mkfd_end();
 	return r;
+}
+
+/*
+ * Arm the timerfd (made now if need be) for kq_exitwait too, so that a
+ * sleeper of any kind wakes for it (filt_proc.c).  Where no timerfd can
+ * be made, kevent()'s own sleeps still end by then (kevent.c, kq_scan).
+ */
+void
+kq_timer_wake(struct kqueue *kq)
+{
+	struct theap *h;
+	int error;
+
+	if (!kq->kq_dead && (h = timer_source(kq, &error)) != NULL)
+		timer_arm(kq, h);
 }
 
 /* ---- the filter ---- */

@@ -341,9 +341,11 @@ struct kqueue {
 	uint32_t	 kq_empty_gen;	/* last tag of a KQ_SRC_EMPTY
 					   registration (filt_fd.c; kq_lock) */
 	int64_t		 kq_exitwait;	/* when the first EVFILT_PROC exit that
-					   awaits its connector message stops
-					   waiting (kq_now_ns; 0: none waits;
-					   filt_proc.c, kq_lock) */
+					   awaits its connector message may
+					   stop waiting (kq_now_ns; 0: none
+					   waits; filt_proc.c, kq_lock) */
+	uint64_t	 kq_cnseen;	/* the time stamp of the latest
+					   connector message read (kq_lock) */
 	struct knote	**kq_hash;	/* non-descriptor knotes */
 	size_t		 kq_hashmask;	/* bucket count - 1, 0 if none */
 	size_t		 kq_nhashed;
@@ -825,6 +827,7 @@ int64_t		 kq_pending(int fd, const struct knote *okn, uint64_t omark);
 /* filt_fd.c: queue every enabled EVFILT_EMPTY knote for a re-check. */
 void		 kq_empty_repoll(struct kqueue *kq);
 void		 kq_proc_exitwait(struct kqueue *kq);
+void		 kq_timer_wake(struct kqueue *kq);
 int64_t		 kq_absorb(struct kqueue *);
 
 /*
