@@ -90,6 +90,9 @@ struct procnote {
 					   after it are of a process that
 					   reused the pid */
 	uint64_t	pn_opened;	/* when the pidfd was opened */
+	uint64_t	pn_reusets;	/* PN_CNEXIT: when a process was forked
+					   under the pid after the exit (0: no
+					   such fork read) */
 	int64_t		pn_waituntil;	/* PN_EXITWAIT: when it stops waiting */
 };
 
@@ -418,18 +421,25 @@ proc_track(struct kqueue *kq, struct procnote *pn, uint32_t child,
 }
 
 /*
- * After the connector reported the exit of pn's thread-group leader, is
- * the process gone?  Its other threads may live on (the leader called
- * pthread_exit) and fork: not gone while the pidfd says it runs (attack
- * helper 29's P4).
+ * Is an event stamped ts, for pn's pid, another process's?  Not before
+ * the connector reported the exit of pn's thread-group leader: its other
+ * threads may live on (the leader called pthread_exit) and fork, even
+ * when kq reads that only after the whole process is gone (attack helper
+ * 29's P4; the fork read late was taken for a new process's).  After it,
+ * once a fork made a new process under the pid (pn_reusets): every event
+ * from then on is the new process's.  With no such fork read (it may
+ * have been lost with a dropped message), a pidfd opened after that exit
+ * may name a process that reused the pid (a tracked child kq attached
+ * late: helper 30's F2): its events are taken for that process's.
  */
 static int
-proc_gone(struct procnote *pn)
+proc_reused(const struct procnote *pn, uint64_t ts)
 {
-	/* A pidfd opened after that exit may name a process that reused
-	   the pid (a tracked child kq attached late: helper 30's F2). */
-	return (pn->pn_state & PN_EXITED) || pn->pn_pidfd < 0 ||
-	    pn->pn_opened > pn->pn_exitts || kq_pidfd_exited(pn->pn_pidfd);
+	if (!(pn->pn_state & PN_CNEXIT) || ts <= pn->pn_exitts)
+		return 0;
+	if (pn->pn_reusets != 0)
+		return ts > pn->pn_reusets;
+	return pn->pn_pidfd >= 0 && pn->pn_opened > pn->pn_exitts;
 }
 
 static void
@@ -444,16 +454,19 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		if (ev->event_data.fork.child_pid !=
 		    ev->event_data.fork.child_tgid)
 			return;
+		/* A new process under the pid of one that exited. */
+		pn = proc_lookup(kq, ev->event_data.fork.child_tgid);
+		if (pn != NULL && (pn->pn_state & PN_CNEXIT) &&
+		    ts > pn->pn_exitts && pn->pn_reusets == 0)
+			pn->pn_reusets = ts;
 		/*
 		 * A fork read after the pidfd showed the exit still came
 		 * before it (attack helper 28's F4: a tracked process that
-		 * forks and exits before kq looks); one after the
-		 * connector's exit is a new process's under the pid.
+		 * forks and exits before kq looks), and so may one after
+		 * the leader's exit (proc_reused).
 		 */
 		pn = proc_lookup(kq, ev->event_data.fork.parent_tgid);
-		if (pn == NULL || ts < pn->pn_since ||
-		    ((pn->pn_state & PN_CNEXIT) && ts > pn->pn_exitts &&
-		    proc_gone(pn)))
+		if (pn == NULL || ts < pn->pn_since || proc_reused(pn, ts))
 			return;
 		if ((pn->pn_kn.kn_sfflags & NOTE_TRACK) &&
 		    proc_track(kq, pn, ev->event_data.fork.child_tgid, ts) != 0)
@@ -462,9 +475,10 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 			pn->pn_fflags |= NOTE_FORK;
 		break;
 	case PROC_EVENT_EXEC:
+		/* An exec read after the exit still came before it; one
+		   by a thread after the leader's exit is the process's. */
 		pn = proc_lookup(kq, ev->event_data.exec.process_tgid);
-		if (pn == NULL || ts < pn->pn_since ||
-		    (pn->pn_state & (PN_EXITED | PN_CNEXIT)))
+		if (pn == NULL || ts < pn->pn_since || proc_reused(pn, ts))
 			return;
 		if (pn->pn_kn.kn_sfflags & NOTE_EXEC)
 			pn->pn_fflags |= NOTE_EXEC;
@@ -480,7 +494,10 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		    ev->event_data.exit.process_tgid)
 			return;
 		pn = proc_lookup(kq, ev->event_data.exit.process_tgid);
-		if (pn == NULL || ts < pn->pn_since)
+		/* A leader exits once: a second exit is the status of a
+		   process that reused the pid. */
+		if (pn == NULL || ts < pn->pn_since ||
+		    (pn->pn_state & PN_CNEXIT))
 			return;
 		pn->pn_state |= PN_CNEXIT;
 		pn->pn_exitts = ts;

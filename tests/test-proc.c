@@ -923,6 +923,57 @@ fork_after_the_main_thread_ended_is_followed(void **state)
 }
 
 /*
+ * As above, but kevent() looks only once the whole process has exited and
+ * been reaped: the fork its other thread made after the main thread ended
+ * is still the process's own, not a later process's under the same pid.
+ */
+static void
+fork_after_the_main_thread_ended_is_followed_when_read_after_the_exit(
+    void **state)
+{
+	int kq = kqueue(), go[2], pfork = 0, cchild = 0, cexit = 0, pexit = 0;
+	struct kevent ev;
+	pthread_t t;
+	char x;
+	pid_t p;
+
+	(void)state;
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(9);
+		if (pthread_create(&t, NULL, leaderless_forker, NULL) != 0)
+			_exit(8);
+		pthread_exit(NULL);
+	}
+	close(go[0]);
+	proc_add_or_skip(kq, p, NOTE_EXIT | NOTE_FORK | NOTE_TRACK, NULL);
+	write_all(go[1], "x", 1);
+	assert_int_equal(waitpid(p, NULL, 0), p);
+	usleep(100000);		/* the forked child has exited too */
+	while (!(pexit && cexit) && wait_event(kq, &ev, 5000) == 1) {
+		assert_false(ev.fflags & NOTE_TRACKERR);
+		if (ev.ident == (uintptr_t)p) {
+			pfork |= (ev.fflags & NOTE_FORK) != 0;
+			pexit |= (ev.fflags & NOTE_EXIT) != 0;
+		} else {
+			cchild |= (ev.fflags & NOTE_CHILD) != 0;
+			cexit |= (ev.fflags & NOTE_EXIT) != 0;
+		}
+	}
+	assert_true(pfork);
+	assert_true(cchild);
+	assert_true(cexit);
+	assert_true(pexit);
+	close(go[1]);
+	close(kq);
+}
+
+/*
  * A followed process spawns twenty thousand children, which exit at once,
  * and exits, all before kevent() looks and reaped by us: more fork and
  * exit events than the kernel keeps for a reader that does not read
@@ -1329,6 +1380,8 @@ main(void)
 		cmocka_unit_test(
 		    tracked_process_exiting_before_kevent_reports_every_child),
 		cmocka_unit_test(fork_after_the_main_thread_ended_is_followed),
+		cmocka_unit_test(
+		    fork_after_the_main_thread_ended_is_followed_when_read_after_the_exit),
 		cmocka_unit_test(
 		    exit_is_reported_after_a_burst_of_forks_the_kqueue_did_not_read),
 #ifdef __linux__
