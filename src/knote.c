@@ -615,6 +615,8 @@ kq_free_all(struct kqueue *kq)
 	kq->kq_slabs = NULL;
 	kq->kq_freekn = NULL;
 	KQ_ASSERT(kq->kq_empty == NULL);
+	kq->kq_exitwait = 0;	/* no exit waits: the object is pooled */
+	kq->kq_cnseen = 0;
 	kq->kq_scanid = 0;
 	KQ_ASSERT(kq->kq_nfdchains == 0);
 }
