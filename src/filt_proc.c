@@ -617,12 +617,15 @@ kq_proc_exitwait(struct kqueue *kq)
 	for (b = 0; kq->kq_hashmask != 0 && b <= kq->kq_hashmask; b++)
 		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link) {
 			struct procnote *pn = PN(kn);
-			int64_t when = pn->pn_waituntil;
+			int64_t when;
 
+			/* (Not a procnote's fields before its filter is
+			   known: another filter's knote is smaller.) */
 			if (kn->kn_filter != EVFILT_PROC ||
 			    (pn->pn_state & (PN_EXITWAIT | PN_EXITED)) !=
 			    PN_EXITWAIT)
 				continue;
+			when = pn->pn_waituntil;
 			if (now >= when && (drained ||
 			    kq->kq_cnseen >= (uint64_t)when)) {
 				proc_mark_exit(pn, -1);
