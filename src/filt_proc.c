@@ -75,6 +75,8 @@
 #define PN_EXITWAIT	0x10	/* exited; its status is on the connector */
 #define PN_ZOMBIE	0x20	/* had exited when it was registered */
 #define PN_DRAINED	0x40	/* NOTE_TRACK: forks read before the exit */
+#define PN_CNPART	0x80	/* PN_CNEXIT came while the process ran: a
+				   later exit of its threads has the status */
 
 struct procnote {
 	struct knote	pn_kn;
@@ -259,7 +261,8 @@ proc_await_cn(struct kqueue *kq, struct procnote *pn, int64_t *status)
 
 	*status = -1;
 	if (!(pn->pn_kn.kn_sfflags & NOTE_EXIT) ||
-	    (pn->pn_state & (PN_CNEXIT | PN_ZOMBIE)) ||
+	    (pn->pn_state & PN_ZOMBIE) ||
+	    (pn->pn_state & (PN_CNEXIT | PN_CNPART)) == PN_CNEXIT ||
 	    kq->kq_src[KQ_SRC_PROC].ks_ready == NULL)
 		return 0;
 	memset(&si, 0, sizeof(si));
@@ -454,11 +457,22 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		if (ev->event_data.fork.child_pid !=
 		    ev->event_data.fork.child_tgid)
 			return;
-		/* A new process under the pid of one that exited. */
+		/*
+		 * A new process under the pid of one that exited: that one
+		 * is gone for good (a pid is reused once its process was
+		 * reaped), whatever its pidfd, which may have been opened
+		 * on the new one (a tracked child attached late: attack
+		 * helper 32's D4), says.
+		 */
 		pn = proc_lookup(kq, ev->event_data.fork.child_tgid);
 		if (pn != NULL && (pn->pn_state & PN_CNEXIT) &&
-		    ts > pn->pn_exitts && pn->pn_reusets == 0)
+		    ts > pn->pn_exitts && pn->pn_reusets == 0) {
 			pn->pn_reusets = ts;
+			if (!(pn->pn_state & PN_EXITED)) {
+				proc_mark_exit(pn, pn->pn_cnstatus);
+				proc_wake(kq, pn);
+			}
+		}
 		/*
 		 * A fork read after the pidfd showed the exit still came
 		 * before it (attack helper 28's F4: a tracked process that
@@ -485,23 +499,30 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 		break;
 	case PROC_EVENT_EXIT:
 		/*
-		 * The thread-group leader's exit: keep the status (a
-		 * non-child's is hard to get otherwise).  The pidfd says
-		 * when the whole process is gone.  Events for the pid after
-		 * this belong to a process that reused it.
+		 * The thread-group leader's exit, and after it every exit
+		 * of the process's other threads: keep the status (a
+		 * non-child's is hard to get otherwise).  The leader may
+		 * end first (pthread_exit, or an exec by another thread,
+		 * which takes over its pid): then its code is not the
+		 * process's (PN_CNPART), and the exits of the threads that
+		 * outlive it carry the one wait(2) gives (the group's).
+		 * The pidfd says when the whole process is gone.  An exit
+		 * after a new process took the pid is that process's.
 		 */
-		if (ev->event_data.exit.process_pid !=
-		    ev->event_data.exit.process_tgid)
-			return;
 		pn = proc_lookup(kq, ev->event_data.exit.process_tgid);
-		/* A leader exits once: a second exit is the status of a
-		   process that reused the pid. */
-		if (pn == NULL || ts < pn->pn_since ||
-		    (pn->pn_state & PN_CNEXIT))
+		if (pn == NULL || ts < pn->pn_since || proc_reused(pn, ts) ||
+		    (ev->event_data.exit.process_pid !=
+		    ev->event_data.exit.process_tgid &&
+		    !(pn->pn_state & PN_CNEXIT)))
 			return;
 		pn->pn_state |= PN_CNEXIT;
 		pn->pn_exitts = ts;
 		pn->pn_cnstatus = (int)ev->event_data.exit.exit_code;
+		if (pn->pn_pidfd >= 0 && pn->pn_opened < ts &&
+		    !kq_pidfd_exited(pn->pn_pidfd))
+			pn->pn_state |= PN_CNPART;
+		else
+			pn->pn_state &= ~PN_CNPART;
 		if (pn->pn_pidfd >= 0 && !(pn->pn_state & PN_EXITWAIT))
 			return;		/* the pidfd says when it is gone */
 		/* Followed by the connector alone, or awaited its status. */

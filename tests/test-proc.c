@@ -971,6 +971,104 @@ fork_after_the_main_thread_ended_is_followed_when_read_after_the_exit(
 }
 
 /*
+ * A grandchild (not our child: its status is not ours to wait for) whose
+ * main thread does not end the process: in mode 0 the main thread calls
+ * pthread_exit() and a second thread, 200 ms later, exit(5); in mode 1
+ * the second thread execs a shell that exits 5 (an exec takes over the
+ * main thread's pid and ends that thread).  Its parent reaps it only when
+ * told to.
+ */
+static void *
+late_exit_thread(void *arg)
+{
+	usleep(200000);
+	if (arg != NULL)
+		execl("/bin/sh", "sh", "-c", "exit 5", (char *)NULL);
+	exit(5);
+}
+
+static pid_t
+spawn_threaded_grandchild(int mode, int go[2], int reap[2], pid_t *parent)
+{
+	int pp[2];
+	pid_t g;
+
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(reap), 0);
+	assert_int_equal(pipe(pp), 0);
+	*parent = fork();
+	assert_true(*parent >= 0);
+	if (*parent == 0) {
+		close(go[1]);
+		close(reap[1]);
+		close(pp[0]);
+		if ((g = fork()) < 0)
+			T_EXIT(100);
+		if (g == 0) {
+			pthread_t t;
+			char c;
+
+			if (read(go[0], &c, 1) != 1 || pthread_create(&t, NULL,
+			    late_exit_thread, mode ? &c : NULL) != 0)
+				T_EXIT(101);
+			if (mode == 0)
+				pthread_exit(NULL);
+			for (;;)
+				pause();
+		}
+		if (write(pp[1], &g, sizeof(g)) != (ssize_t)sizeof(g))
+			T_EXIT(102);
+		read_to_eof(reap[0]);
+		T_EXIT(waitpid(g, NULL, 0) == g ? 0 : 103);
+	}
+	close(go[0]);
+	close(reap[0]);
+	close(pp[1]);
+	assert_int_equal(read(pp[0], &g, sizeof(g)), (ssize_t)sizeof(g));
+	close(pp[0]);
+	return g;
+}
+
+static void
+check_threaded_grandchild_exit(int mode)
+{
+	int kq = kqueue(), go[2], reap[2], exec = 0, st;
+	struct kevent ev;
+	pid_t parent, g = spawn_threaded_grandchild(mode, go, reap, &parent);
+
+	assert_true(kq >= 0);
+	proc_add_or_skip(kq, g, NOTE_EXIT | NOTE_EXEC | NOTE_FORK, NULL);
+	release(go);
+	for (;;) {
+		assert_int_equal(wait_event(kq, &ev, 5000), 1);
+		assert_int_equal(ev.ident, (uintptr_t)g);
+		exec |= (ev.fflags & NOTE_EXEC) != 0;
+		if (ev.fflags & NOTE_EXIT)
+			break;
+	}
+	assert_int_equal(ev.data, 5 << 8);
+	assert_int_equal(exec, mode);
+	close(reap[1]);
+	assert_int_equal(waitpid(parent, &st, 0), parent);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(kq);
+}
+
+static void
+exit_status_of_a_process_whose_main_thread_ended_first_is_the_process_status(
+    void **state)
+{
+	check_threaded_grandchild_exit(0);
+}
+
+static void
+exit_status_of_a_process_that_a_second_thread_exec_d_is_the_new_program_s(
+    void **state)
+{
+	check_threaded_grandchild_exit(1);
+}
+
+/*
  * NOTE_TRACKERR: the child's knote cannot be attached.  Provoked on Linux
  * by the descriptor limit (kq holds a pidfd per knote); FreeBSD would
  * need a kernel allocation failure.
@@ -1309,6 +1407,10 @@ main(void)
 		cmocka_unit_test(
 		    tracked_process_exiting_before_kevent_reports_every_child),
 		cmocka_unit_test(fork_after_the_main_thread_ended_is_followed),
+		cmocka_unit_test(
+		    exit_status_of_a_process_whose_main_thread_ended_first_is_the_process_status),
+		cmocka_unit_test(
+		    exit_status_of_a_process_that_a_second_thread_exec_d_is_the_new_program_s),
 		cmocka_unit_test(
 		    fork_after_the_main_thread_ended_is_followed_when_read_after_the_exit),
 #ifdef __linux__
