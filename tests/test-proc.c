@@ -1069,6 +1069,116 @@ exit_status_of_a_process_that_a_second_thread_exec_d_is_the_new_program_s(
 }
 
 /*
+ * A followed process forks a child that exits 5 and is reaped, and a new
+ * process of ours takes the child's pid, all before kevent() looks: the
+ * child is reported (NOTE_CHILD) and its exit with its own status, at
+ * once, not the new process's when that one ends.  The pid's reuse is
+ * forced through Linux's ns_last_pid (skipped where it cannot be written);
+ * FreeBSD has no such knob, so the test is Linux's only.
+ */
+#ifdef __linux__
+static int
+set_last_pid(pid_t p)
+{
+	char b[32];
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY), n, r;
+
+	if (fd < 0)
+		return -1;
+	n = snprintf(b, sizeof(b), "%d", (int)p);
+	r = (int)write(fd, b, (size_t)n);
+	close(fd);
+	return r == n ? 0 : -1;
+}
+
+/* A child of ours under pid want that exits 9 after 1.5 s, or -1. */
+static pid_t
+fork_as(pid_t want)
+{
+	for (int tries = 0; tries < 200; tries++) {
+		pid_t q;
+
+		if (set_last_pid(want - 1) != 0)
+			return -1;
+		if ((q = fork()) == 0) {
+			if (getpid() == want)
+				usleep(1500000);
+			T_EXIT(getpid() == want ? 9 : 0);
+		}
+		if (q == want)
+			return q;
+		if (q > 0)
+			(void)waitpid(q, NULL, 0);
+	}
+	return -1;
+}
+#endif
+
+static void
+tracked_child_whose_pid_was_reused_before_kevent_reports_its_own_exit(
+    void **state)
+{
+#ifdef __linux__
+	int kq = kqueue(), go[2], info[2], cchild = 0, cexit = 0, i, n;
+	struct kevent ev[16];
+	struct timespec t0, t1;
+	pid_t p, c, c2;
+	char x;
+
+	assert_true(kq >= 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(info), 0);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		if (read(go[0], &x, 1) != 1)
+			T_EXIT(100);
+		if ((c = fork()) == 0)
+			T_EXIT(5);
+		if (c < 0 || waitpid(c, NULL, 0) != c ||
+		    write(info[1], &c, sizeof(c)) != (ssize_t)sizeof(c))
+			T_EXIT(101);
+		sleep(5);	/* killed before, unless the test failed */
+		T_EXIT(0);
+	}
+	proc_add_or_skip(kq, p, NOTE_EXIT | NOTE_FORK | NOTE_TRACK, NULL);
+	write_all(go[1], "x", 1);
+	assert_int_equal(read(info[0], &c, sizeof(c)), (ssize_t)sizeof(c));
+	if ((c2 = fork_as(c)) < 0) {
+		kill(p, SIGKILL);
+		assert_int_equal(waitpid(p, NULL, 0), p);
+		skip();		/* ns_last_pid not writable here */
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct timespec ts = { 0, 100000000 };
+
+		n = kevent(kq, NULL, 0, ev, 16, &ts);
+		assert_true(n >= 0);
+		for (i = 0; i < n; i++) {
+			if (ev[i].ident != (uintptr_t)c)
+				continue;
+			cchild |= (ev[i].fflags & NOTE_CHILD) != 0;
+			if (ev[i].fflags & NOTE_EXIT) {
+				assert_int_equal(ev[i].data, 5 << 8);
+				cexit = 1;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	} while (!(cchild && cexit) && t1.tv_sec - t0.tv_sec < 1);
+	/* Within the second: the new process lives 1.5 s. */
+	assert_true(cchild);
+	assert_true(cexit);
+	kill(p, SIGKILL);
+	assert_int_equal(waitpid(p, NULL, 0), p);
+	assert_int_equal(waitpid(c2, NULL, 0), c2);
+	close(kq);
+#else
+	skip();
+#endif
+}
+
+/*
  * NOTE_TRACKERR: the child's knote cannot be attached.  Provoked on Linux
  * by the descriptor limit (kq holds a pidfd per knote); FreeBSD would
  * need a kernel allocation failure.
@@ -1407,6 +1517,8 @@ main(void)
 		cmocka_unit_test(
 		    tracked_process_exiting_before_kevent_reports_every_child),
 		cmocka_unit_test(fork_after_the_main_thread_ended_is_followed),
+		cmocka_unit_test(
+		    tracked_child_whose_pid_was_reused_before_kevent_reports_its_own_exit),
 		cmocka_unit_test(
 		    exit_status_of_a_process_whose_main_thread_ended_first_is_the_process_status),
 		cmocka_unit_test(
