@@ -138,8 +138,20 @@ kq_retire(int fd, const struct kq_closer *c)
 		 * of kq's that may allocate (kq_retire_later, defer.c), or
 		 * when a system call on the number fails (kq_owned).
 		 */
-		int was = kq_retire_mark(kq);
+		int was;
 
+		if (!kq_retire_claim(kq, c->op == SYS_close, &was)) {
+			/* The kqueue's set is being rebuilt under the
+			   number: a close is left to the rebuild, which
+			   makes it as soon as it is done (KQ_RET_PEND); a
+			   dup3 is refused, as Linux refuses one onto a
+			   number being opened. */
+			kq_release(kq);
+			if (c->op == SYS_close)
+				return 0;
+			errno = EBUSY;
+			return -1;
+		}
 		r = closer_run(c, fd);
 		e = errno;
 		if (c->op == SYS_close || r >= 0 || fcntl(fd, F_GETFD) < 0)
@@ -395,17 +407,22 @@ kq_drop_range(unsigned int first, unsigned int last)
 }
 
 /*
- * Around a raw close_range() of [first, last] from a handler inside one
- * of kq's locks: before it (queue 0), every kqueue the registry maps in
- * the range is marked as closed by kq itself (kq_retire_mark); after it
- * (queue 1), every one still mapped goes to be retired later
- * (kq_retire_later), which leaves a number that names its kqueue again
- * (or still) alone.  Closes nothing.
+ * A raw close_range() of [first, last] from a handler inside one of kq's
+ * locks (queue 0), and what follows it (queue 1).  Queue 0 claims every
+ * kqueue the registry maps in the range as closed by kq itself
+ * (kq_retire_claim) and closes the range around the numbers it cannot
+ * claim -- those whose set a rebuild is replacing right now, whose close
+ * the rebuild makes instead -- and returns close_range()'s result.
+ * Queue 1 then sends every kqueue still mapped in the range and claimed
+ * to be retired later (kq_retire_later); one that took a freed number
+ * meanwhile (not claimed) is left alone, and so is one that names its
+ * kqueue again (reap_retire).
  */
-static void
+static int
 kq_retire_later_range(unsigned int first, unsigned int last, int queue)
 {
-	unsigned int i, j;
+	unsigned int i, j, lo = first;
+	int r = 0, was;
 
 	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
 	    i <= (last >> REG_CHUNK_SHIFT); i++) {
@@ -424,14 +441,27 @@ kq_retire_later_range(unsigned int first, unsigned int last, int queue)
 				continue;
 			if ((kq = kq_registry_acquire((int)fd)) == NULL)
 				continue;
-			if (queue)
+			if (queue && (atomic_load(&kq->kq_retiring) &
+			    KQ_RET_SELF))
 				kq_retire_later(kq);
+			else if (queue)
+				kq_release(kq);
 			else {
-				(void)kq_retire_mark(kq);
+				if (!kq_retire_claim(kq, 1, &was)) {
+					/* fd <= INT32_MAX: no wrap */
+					if (fd > lo && r == 0)
+						r = (int)syscall(
+						    SYS_close_range, lo,
+						    fd - 1, 0);
+					lo = fd + 1;
+				}
 				kq_release(kq);
 			}
 		}
 	}
+	if (!queue && r == 0 && lo <= last)
+		r = (int)syscall(SYS_close_range, lo, last, 0);
+	return r;
 }
 
 /*
@@ -552,9 +582,8 @@ close_range(unsigned int first, unsigned int last, int flags)
 		/* A handler inside one of kq's locks: the range closed raw,
 		   kq's own included, knotes left stale, and the kqueues that
 		   were in it retired later. */
-		kq_retire_later_range(first, last, 0);
-		r = (int)syscall(SYS_close_range, first, last, flags);
-		kq_retire_later_range(first, last, 1);
+		r = kq_retire_later_range(first, last, 0);
+		(void)kq_retire_later_range(first, last, 1);
 		kq_closing_leave();
 		return r;
 	}
@@ -576,9 +605,8 @@ closefrom(int lowfd)
 	kq_closing_enter();	/* nothing freed now (defer.c) */
 	if (kq_in_lock()) {
 		/* A handler inside one of kq's locks: as close_range() */
-		kq_retire_later_range((unsigned int)lowfd, ~0U, 0);
-		(void)syscall(SYS_close_range, (unsigned int)lowfd, ~0U, 0);
-		kq_retire_later_range((unsigned int)lowfd, ~0U, 1);
+		(void)kq_retire_later_range((unsigned int)lowfd, ~0U, 0);
+		(void)kq_retire_later_range((unsigned int)lowfd, ~0U, 1);
 		kq_closing_leave();
 		return;
 	}

@@ -80,17 +80,32 @@ kq_retire_later(struct kqueue *kq)
 }
 
 /*
- * kq's code is about to close the kqueue's number itself, from a handler.
- * Marked before the close: from then on, a thread that finds the number
- * closed or reused knows the kqueue's other descriptors are still its own
- * (kq_kill, kq_registry_drop_old).  Returns the state before, for
- * kq_retire_unmark when the number was left untouched.  Async-signal-safe.
+ * kq's code is about to close the kqueue's number itself, from a handler,
+ * without its lock (close.c).  Marked before the close: from then on, a
+ * thread that finds the number closed or reused knows the kqueue's other
+ * descriptors are still its own (kq_kill, kq_registry_drop_old), and a
+ * rebuild of its set does not start (kq_rebuild).  Returns 1, with *was
+ * the state before (for kq_retire_unmark when the number was left
+ * untouched) -- or 0, marking nothing, while a rebuild is putting a new
+ * set under the number (KQ_RET_SWAP): a close made then would be undone
+ * by its dup3, or the set put over another file that took the number in
+ * between.  Then, with pend, the rebuild makes the close once it is done
+ * (KQ_RET_PEND).  Async-signal-safe.
  */
 int
-kq_retire_mark(struct kqueue *kq)
+kq_retire_claim(struct kqueue *kq, int pend, int *was)
 {
-	return atomic_fetch_or_explicit(&kq->kq_retiring, KQ_RET_SELF,
-	    memory_order_acq_rel);
+	int v = atomic_load_explicit(&kq->kq_retiring, memory_order_acquire),
+	    n;
+
+	do {
+		if ((v & KQ_RET_SWAP) && !pend)
+			return 0;
+		n = v | ((v & KQ_RET_SWAP) ? KQ_RET_PEND : KQ_RET_SELF);
+	} while (!atomic_compare_exchange_weak_explicit(&kq->kq_retiring, &v,
+	    n, memory_order_acq_rel, memory_order_acquire));
+	*was = v;
+	return !(v & KQ_RET_SWAP);
 }
 
 void

@@ -707,11 +707,10 @@ kq_quiet_check(struct kqueue *kq, const struct kq_quiet *q)
  * reports the error instead of spinning on it).
  */
 static int
-kq_rebuild(struct kqueue *kq)
+kq_rebuild_set(struct kqueue *kq)
 {
 	int nfd, fl, e = 0;
 
-	kq->kq_zombie = 0;
 	if (!kq_owned(kq))
 		return EBADF;
 	/*
@@ -791,6 +790,48 @@ kq_rebuild(struct kqueue *kq)
 	}
 	kq_close_raw(nfd);
 	kq_reg_unlock();
+	return e;
+}
+
+/*
+ * kq_rebuild_set, with the number held against the one close that does
+ * not take kq_lock: a signal handler's inside another of kq's locks
+ * (close.c, kq_retire_claim).  Such a close made between kq_owned and the
+ * dup3 would be undone by it (the number open again under the new set,
+ * the program believing it closed: a17 kept a whole kqueue, 1 run in
+ * about 600), or the set put over another file that took the number in
+ * between.  So the rebuild does not start once a handler claimed the
+ * number (KQ_RET_SELF: it was closed, EBADF), and a handler that comes
+ * during the swap (KQ_RET_SWAP) leaves its close to the rebuild, made
+ * here as kq_retire_kq makes one (KQ_RET_PEND).
+ */
+static int
+kq_rebuild(struct kqueue *kq)
+{
+	int v = atomic_load(&kq->kq_retiring), n, e;
+
+	kq->kq_zombie = 0;
+	do {
+		if (v & KQ_RET_SELF)
+			return EBADF;
+	} while (!atomic_compare_exchange_weak(&kq->kq_retiring, &v,
+	    v | KQ_RET_SWAP));
+	e = kq_rebuild_set(kq);
+	kq_reg_lock();		/* a fork() child sees the close whole */
+	v = atomic_load(&kq->kq_retiring);
+	do
+		n = (v & ~(KQ_RET_SWAP | KQ_RET_PEND)) |
+		    ((v & KQ_RET_PEND) ? KQ_RET_SELF : 0);
+	while (!atomic_compare_exchange_weak(&kq->kq_retiring, &v, n));
+	if (v & KQ_RET_PEND) {
+		kq_close_raw(kq->kq_fd);
+		kq->kq_dead = 1;
+		kq_registry_forget(kq->kq_fd, kq);
+		e = EBADF;
+	}
+	kq_reg_unlock();
+	if (v & KQ_RET_PEND)
+		kq_bell_ring(kq);	/* other sleepers return EBADF */
 	return e;
 }
 

@@ -412,6 +412,10 @@ struct kqueue {
 };
 #define KQ_RET_SELF	1
 #define KQ_RET_QUEUED	2
+#define KQ_RET_SWAP	4	/* kq_rebuild is putting a new set under the
+				   number (kevent.c) */
+#define KQ_RET_PEND	8	/* a handler's close of the number came
+				   during the swap: the rebuild makes it */
 
 /*
  * The per-thread state every kevent() and close() reads, in one cache line
@@ -483,7 +487,7 @@ extern struct kq_hot kq_hot;
  * kq_reap() does both; it is called only where kq may allocate anyway.
  */
 void		 kq_free(void *p);
-int		 kq_retire_mark(struct kqueue *kq);
+int		 kq_retire_claim(struct kqueue *kq, int pend, int *was);
 void		 kq_retire_unmark(struct kqueue *kq, int was);
 void		 kq_retire_later(struct kqueue *kq);
 void		 kq_reap_slow(void);
