@@ -873,10 +873,12 @@ leaderless_forker(void *arg)
  * thread forks: the fork is the process's, reported with NOTE_FORK, and
  * the child is followed (FreeBSD's knote_fork).  The connector reports
  * the main thread's end as the leader's exit, after which kq took the
- * fork for a new process under a reused pid (helper 29's P4).
+ * fork for a new process under a reused pid (helper 29's P4).  With
+ * late, kevent() looks only once the whole process has exited and been
+ * reaped.
  */
 static void
-fork_after_the_main_thread_ended_is_followed(void **state)
+check_fork_after_the_main_thread_ended(int late)
 {
 	int kq = kqueue(), go[2], pfork = 0, cchild = 0, cexit = 0, pexit = 0;
 	struct kevent ev;
@@ -884,7 +886,6 @@ fork_after_the_main_thread_ended_is_followed(void **state)
 	char x;
 	pid_t p;
 
-	(void)state;
 	assert_true(kq >= 0);
 	assert_int_equal(pipe(go), 0);
 	p = fork();
@@ -900,6 +901,10 @@ fork_after_the_main_thread_ended_is_followed(void **state)
 	close(go[0]);
 	proc_add_or_skip(kq, p, NOTE_EXIT | NOTE_FORK | NOTE_TRACK, NULL);
 	write_all(go[1], "x", 1);
+	if (late) {
+		assert_int_equal(waitpid(p, NULL, 0), p);
+		usleep(100000);		/* the forked child has exited too */
+	}
 	while (!(pexit && cexit) && wait_event(kq, &ev, 5000) == 1) {
 		assert_false(ev.fflags & NOTE_TRACKERR);
 		if (ev.ident == (uintptr_t)p) {
@@ -914,9 +919,16 @@ fork_after_the_main_thread_ended_is_followed(void **state)
 	assert_true(cchild);
 	assert_true(cexit);
 	assert_true(pexit);
-	assert_int_equal(waitpid(p, NULL, 0), p);
+	if (!late)
+		assert_int_equal(waitpid(p, NULL, 0), p);
 	close(go[1]);
 	close(kq);
+}
+
+static void
+fork_after_the_main_thread_ended_is_followed(void **state)
+{
+	check_fork_after_the_main_thread_ended(0);
 }
 
 /*
@@ -928,46 +940,7 @@ static void
 fork_after_the_main_thread_ended_is_followed_when_read_after_the_exit(
     void **state)
 {
-	int kq = kqueue(), go[2], pfork = 0, cchild = 0, cexit = 0, pexit = 0;
-	struct kevent ev;
-	pthread_t t;
-	char x;
-	pid_t p;
-
-	(void)state;
-	assert_true(kq >= 0);
-	assert_int_equal(pipe(go), 0);
-	p = fork();
-	assert_true(p >= 0);
-	if (p == 0) {
-		close(go[1]);
-		if (read(go[0], &x, 1) != 1)
-			_exit(9);
-		if (pthread_create(&t, NULL, leaderless_forker, NULL) != 0)
-			_exit(8);
-		pthread_exit(NULL);
-	}
-	close(go[0]);
-	proc_add_or_skip(kq, p, NOTE_EXIT | NOTE_FORK | NOTE_TRACK, NULL);
-	write_all(go[1], "x", 1);
-	assert_int_equal(waitpid(p, NULL, 0), p);
-	usleep(100000);		/* the forked child has exited too */
-	while (!(pexit && cexit) && wait_event(kq, &ev, 5000) == 1) {
-		assert_false(ev.fflags & NOTE_TRACKERR);
-		if (ev.ident == (uintptr_t)p) {
-			pfork |= (ev.fflags & NOTE_FORK) != 0;
-			pexit |= (ev.fflags & NOTE_EXIT) != 0;
-		} else {
-			cchild |= (ev.fflags & NOTE_CHILD) != 0;
-			cexit |= (ev.fflags & NOTE_EXIT) != 0;
-		}
-	}
-	assert_true(pfork);
-	assert_true(cchild);
-	assert_true(cexit);
-	assert_true(pexit);
-	close(go[1]);
-	close(kq);
+	check_fork_after_the_main_thread_ended(1);
 }
 
 /*
