@@ -760,7 +760,14 @@ kq_rebuild_set(struct kqueue *kq)
 			 * numbers through kq_waitfd, can close none of them:
 			 * they stay open).
 			 */
-			if (kq->kq_waitfd >= 0 && kq_dup3_raw(nfd,
+			if (kq->kq_waitfd >= 0 &&
+			    (atomic_load(&kq->kq_retiring) & KQ_RET_PEND)) {
+				/* A handler's close_range() or closefrom()
+				   came during the swap (kq_rebuild): it may
+				   have closed this number too, which a dup3
+				   would open again (attack helper 33's D2).
+				   The kqueue dies next; the number is left. */
+			} else if (kq->kq_waitfd >= 0 && kq_dup3_raw(nfd,
 			    kq->kq_waitfd, O_CLOEXEC) < 0) {
 				int w = KQ_FDCALL(fcntl(nfd, F_DUPFD_CLOEXEC,
 				    0));
@@ -805,8 +812,10 @@ kq_rebuild_set(struct kqueue *kq)
  * during the swap (KQ_RET_SWAP) leaves its close to the rebuild, made
  * here as kq_retire_kq makes one (KQ_RET_PEND).
  */
+static int kq_hold(struct kqueue *kq, int *held);
+
 static int
-kq_rebuild(struct kqueue *kq)
+kq_rebuild(struct kqueue *kq, int *held)
 {
 	int v = atomic_load(&kq->kq_retiring), n, e;
 
@@ -826,7 +835,11 @@ kq_rebuild(struct kqueue *kq)
 	if (v & KQ_RET_PEND) {
 		kq_close_raw(kq->kq_fd);
 		kq->kq_dead = 1;
-		kq_registry_forget(kq->kq_fd, kq);
+		/* The registry's reference may be the caller's only one:
+		   the kqueue outlives our locks (attack helper 33's D1: its
+		   destruction ran inside them and waited for its own lock). */
+		if (kq_hold(kq, held))
+			kq_registry_forget(kq->kq_fd, kq);
 		e = EBADF;
 	}
 	kq_reg_unlock();
@@ -1321,7 +1334,7 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 			   again (also after one that returns events), and
 			   one with nothing to return says so rather than
 			   spin. */
-			if ((e = kq_rebuild(kq)) != 0)
+			if ((e = kq_rebuild(kq, held)) != 0)
 				kq->kq_zombie = 1;
 			if (e != 0 && n == 0) {
 				n = e == EBADF ? kq_syserr(kq, EBADF, held) :
