@@ -107,8 +107,12 @@ step "tests (tsan, every binary)" bash -c "tools/run-tests.sh build-tsan | tee $
 # kqueues from a SIGALRM handler every 100 us as a14 does (its watchdog
 # fires under TSan), a23 is a16 with a handler that also calls
 # kqueue() and kevent(), and a24-a28 call kevent() and fork() from
-# SIGUSR1 handlers (a14's reason).
-step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP='a9_kq_churn a14_close_in_handler a15_fork_in_handler a16_handler_close_churn a17_fork_handler_close_churn a18_stop_the_world a22_handler_in_section a23_handler_kqueue_kevent a24_handler_sleep_relock a25_handlers_cross_stripes a26_fork_handler_waiting_kqlock a27_handler_fast_round_relock a28_fork_child_bell_write' tools/attack-run.sh build-tsan clang -fsanitize=thread | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+# SIGUSR1 handlers (a14's reason).  a29 closes a kqueue from a SIGALRM
+# handler while its thread rebuilds the set: under TSan the handler ran
+# inside TSan's epoll_ctl interceptor, which holds its slot lock, and the
+# handler's first atomic waited for that lock for ever (__tsan::SlotLock
+# under fdreg_readd_all; a15's kind of deadlock inside TSan).
+step "attack reproducers (tsan)" bash -c "KQ_ATTACK_SKIP='a9_kq_churn a14_close_in_handler a15_fork_in_handler a16_handler_close_churn a17_fork_handler_close_churn a18_stop_the_world a22_handler_in_section a23_handler_kqueue_kevent a24_handler_sleep_relock a25_handlers_cross_stripes a26_fork_handler_waiting_kqlock a27_handler_fast_round_relock a28_fork_child_bell_write a29_handler_close_during_rebuild' tools/attack-run.sh build-tsan clang -fsanitize=thread | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "bench smoke (every scenario once, tiny)" bash -c "tools/bench-smoke.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "man lint" make man-lint
 step "install + pkg-config + cmake" tools/install-smoke.sh
