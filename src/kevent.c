@@ -1305,8 +1305,8 @@ kq_scan(struct kqueue *kq, struct kevent *out, int nevents,
 	 * With the active list empty (and no rebuild, EMPTY re-check or
 	 * awaited exit due), the epoll set is all there is to collect: the
 	 * first round skips the look under kq_lock and goes straight to the
-	 * wait, outside it (a zero timeout makes it a look).  The events it brings are
-	 * translated under the lock as any wait's.
+	 * wait, outside it (a zero timeout makes it a look).  The events it
+	 * brings are translated under the lock as any wait's.
 	 */
 	fast = kq->kq_count == 0 && !kq->kq_zombie && kq->kq_empty == NULL &&
 	    kq->kq_exitwait == 0 && !inside;
