@@ -157,13 +157,33 @@ eventfd_count(int fd, uint64_t *v)
  * At most DG_WALK_MAX datagrams are counted.  Walks of one socket are
  * serialised by a striped lock (a leaf lock, taken under kq_lock); an
  * application peeking at the socket from another thread during a walk
- * would see the offset (kevent.2 LINUX NOTES).  Returns -1 where the
- * socket has no peek offset (raw sockets): the caller keeps FIONREAD's.
+ * would see the offset (kevent.2 LINUX NOTES).
+ *   The offset belongs to the socket, not to a process: another process
+ * sharing the socket (a fork() child, a worker of a prefork server) walks
+ * it outside the stripe.  A read of the socket during a walk moves the
+ * offset back by what it took, so an undisturbed walk ends with the
+ * offset at or below its total, and counts at least the head datagram's
+ * bytes (FIONREAD's, passed in head).  A walk that finds otherwise met
+ * another process's walk (the offset set under it: the queue walked twice,
+ * or from its end, or the head counted over and over): it is walked again,
+ * DG_TRIES times at most.  The count returned is never below head, so a
+ * readable socket never reports an empty queue (attack helper 24's F3 test
+ * saw data 0 under TSan).  The offset read at the start may be another
+ * process's walk's, so after a disturbed walk, or when that offset points
+ * at or past the queue's end (nothing to peek at there), the offset is
+ * set to -1 rather than put back: FreeBSD has no peek offset and a
+ * program written for it never sets one.  Linux changes the offset without
+ * a lock, so a read racing a walk can still leave it at 0, and two
+ * processes peeking at one datagram at once both move it (a count one
+ * datagram high): kevent.2 LINUX NOTES.
+ * Returns -1 where the socket has no peek offset (raw sockets): the caller
+ * keeps FIONREAD's.
  */
 #define DG_BATCH	64	/* per recvmmsg, in the kqueue's kq_dgmsg */
 #define DG_SMALL	4	/* on the stack, without kq_dgmsg */
 #define DG_WALK_MAX	4096
 #define DG_STRIPES	64
+#define DG_TRIES	3
 
 static _Atomic uint32_t dg_stripe[DG_STRIPES];	/* olocks */
 
@@ -188,15 +208,63 @@ dg_set_off(int fd, int off)
 	return setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof(off));
 }
 
+/*
+ * One walk of fd's queue from offset 0 (the caller holds the stripe):
+ * the payload counted, or -1 if the offset cannot be set.  *end is set if
+ * a UDP walk reached the queue's end (not DG_WALK_MAX).
+ */
 static int64_t
-dgram_total(struct kqueue *kq, int fd, int unix_domain)
+dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end)
 {
 	struct mmsghdr small[DG_SMALL], *m = small;
-	int old = -1, r, i, walked = 0, batch = DG_SMALL;
-	socklen_t len = sizeof(old);
-	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+	int r, i, walked = 0, batch = DG_SMALL;
 	int64_t total = 0;
 	char c;
+
+	*end = 0;
+	if (dg_set_off(fd, 0) != 0)
+		return -1;
+	if (unix_domain) {
+		while (walked++ < DG_WALK_MAX && total <= INT_MAX &&
+		    (r = (int)kq_nc_recvfrom(fd, &c, 0,
+		    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL, NULL)) >= 0) {
+			total += r;
+			if (dg_set_off(fd, (int)total) != 0)
+				break;
+		}
+		return total;
+	}
+	/*
+	 * The headers are the kqueue's (kq_lock is held), not the stack's:
+	 * this runs under a collection, on a thread whose stack may be
+	 * PTHREAD_STACK_MIN, where a signal frame can come on top.  Without
+	 * memory, DG_SMALL at a time.
+	 */
+	if (kq->kq_dgmsg == NULL)
+		kq->kq_dgmsg = kq_malloc(DG_BATCH * sizeof(struct mmsghdr));
+	if (kq->kq_dgmsg != NULL) {
+		m = kq->kq_dgmsg;
+		batch = DG_BATCH;
+	}
+	memset(m, 0, (size_t)batch * sizeof(*m));
+	do {
+		r = kq_nc_recvmmsg(fd, m, (unsigned int)batch,
+		    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+		for (i = 0; i < r; i++)
+			total += m[i].msg_len;
+		walked += r;
+	} while (r == batch && walked < DG_WALK_MAX);
+	*end = r != batch;
+	return total;
+}
+
+static int64_t
+dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
+{
+	int old = -1, cur, end, tries = 0, ok, clean;
+	socklen_t len = sizeof(old);
+	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+	int64_t total, count;
 
 	/*
 	 * A signal handler that interrupted this thread's walk (its stripe
@@ -216,44 +284,41 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain)
 			return -1;
 	} else
 		kq_olock_lock(lk);
-	if (dg_set_off(fd, 0) != 0) {
-		kq_olock_unlock(lk);
-		return -1;
-	}
-	if (unix_domain) {
-		while (walked++ < DG_WALK_MAX && total <= INT_MAX &&
-		    (r = (int)kq_nc_recvfrom(fd, &c, 0,
-		    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT, NULL, NULL)) >= 0) {
-			total += r;
-			if (dg_set_off(fd, (int)total) != 0)
-				break;
+	do {
+		if ((total = dgram_walk(kq, fd, unix_domain, &end)) < 0) {
+			kq_olock_unlock(lk);
+			return -1;
 		}
-	} else {
+		cur = -1;
+		len = sizeof(cur);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &cur, &len) != 0)
+			cur = -1;
 		/*
-		 * The headers are the kqueue's (kq_lock is held), not the
-		 * stack's: this runs under a collection, on a thread whose
-		 * stack may be PTHREAD_STACK_MIN, where a signal frame can
-		 * come on top.  Without memory, DG_SMALL at a time.
+		 * A UDP walk that reached the end leaves the offset at the
+		 * queue's payload as it is now: a read during the walk moved
+		 * it back by what it took, where the walk's own sum still
+		 * holds what was read.
 		 */
-		if (kq->kq_dgmsg == NULL)
-			kq->kq_dgmsg = kq_malloc(DG_BATCH *
-			    sizeof(struct mmsghdr));
-		if (kq->kq_dgmsg != NULL) {
-			m = kq->kq_dgmsg;
-			batch = DG_BATCH;
-		}
-		memset(m, 0, (size_t)batch * sizeof(*m));
-		do {
-			r = kq_nc_recvmmsg(fd, m, (unsigned int)batch,
-			    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-			for (i = 0; i < r; i++)
-				total += m[i].msg_len;
-			walked += r;
-		} while (r == batch && walked < DG_WALK_MAX);
-	}
+		count = end ? cur : total;
+		ok = count >= head && count <= INT_MAX && cur >= 0;
+	} while (!ok && ++tries < DG_TRIES);
+	/* Another process's walk moved the offset forward under this one. */
+	clean = ok && cur <= total;
+	if (!clean || (old >= 0 && old >= count))
+		old = -1;
 	(void)dg_set_off(fd, old);
+	/*
+	 * A read on another thread that loaded the offset before the store
+	 * above writes its own result after it (Linux updates the offset
+	 * without a lock): put -1 back once more if so.
+	 */
+	cur = 0;
+	len = sizeof(cur);
+	if (old < 0 && getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &cur, &len) ==
+	    0 && cur >= 0)
+		(void)dg_set_off(fd, -1);
 	kq_olock_unlock(lk);
-	return total;
+	return ok ? count : head;
 }
 
 /*
@@ -652,7 +717,8 @@ count:
 		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM)) {
 			if (eof)
 				data = 0;
-			else if ((data = dgram_total(kq, fd, k == K_UDGRAM)) < 0)
+			else if ((data = dgram_total(kq, fd,
+			    k == K_UDGRAM, n)) < 0)
 				data = n;
 		}
 	} else if (r == -EBADF)

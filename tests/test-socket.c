@@ -13,6 +13,8 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -649,6 +651,120 @@ udp_note_lowat_counts_every_datagram(void **state)
 	close(kq);
 }
 
+/*
+ * Several readers of one UDP socket's count at once: a fork() child and
+ * its parent (a prefork server's workers share their sockets) each watch
+ * the socket with a kqueue of their own, while a thread of the parent
+ * takes one datagram and sends one back.  Every report of either process
+ * counts whole datagrams, at least one: never a readable socket with
+ * nothing in it (FreeBSD's sbavail).  Linux counts the queue with the
+ * socket's peek offset, which the processes share and change without a
+ * lock, so a count taken while another process counts may be a datagram
+ * or two off; it stays below twice the queue.  Once they stop, the queue's
+ * own count comes back exact, and MSG_PEEK looks at the datagram the next
+ * read takes.
+ */
+#define SH_COUNT	64	/* datagrams queued */
+#define SH_SIZE		32	/* bytes each; the first four its number */
+
+static atomic_int sh_stop;
+
+static int
+sh_watch(int rx, int rounds)
+{
+	struct timespec zero = { 0, 0 };
+	struct kevent ev;
+	int kq = kqueue(), bad = 0;
+
+	if (kq < 0)
+		return 2;
+	EV_SET(&ev, (uintptr_t)rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		return 2;
+	for (int i = 0; i < rounds && !atomic_load(&sh_stop); i++) {
+		int n = kevent(kq, NULL, 0, &ev, 1, &zero);
+
+		if (n < 0)
+			return 2;
+		if (n == 1 && (ev.data < SH_SIZE || ev.data % SH_SIZE != 0 ||
+		    ev.data >= 2 * (int64_t)SH_COUNT * SH_SIZE)) {
+			if (bad++ == 0)
+				fprintf(stderr, "data %lld\n",
+				    (long long)ev.data);
+		}
+	}
+	close(kq);
+	return bad == 0 ? 0 : 3;
+}
+
+struct sh_cycle {
+	struct dgpair *p;
+	int cycles;
+};
+
+/* Take one datagram, send one: the queue holds SH_COUNT - 1 or SH_COUNT. */
+static void *
+sh_cycler(void *arg)
+{
+	struct sh_cycle *c = arg;
+	char buf[SH_SIZE];
+
+	while (!atomic_load(&sh_stop)) {
+		if (recv(c->p->rx, buf, sizeof(buf), 0) != SH_SIZE)
+			continue;
+		if (send(c->p->tx, buf, sizeof(buf), 0) == SH_SIZE)
+			c->cycles++;
+	}
+	return NULL;
+}
+
+static void
+processes_sharing_a_udp_socket_each_count_whole_queued_datagrams(
+    void **state)
+{
+	struct dgpair p;
+	struct sh_cycle cyc;
+	char buf[SH_SIZE], again[SH_SIZE];
+	pthread_t t;
+	pid_t pid;
+	int st, kq;
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	for (int i = 0; i < SH_COUNT; i++) {
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, &i, sizeof(i));
+		assert_int_equal(send(p.tx, buf, sizeof(buf), 0), SH_SIZE);
+	}
+	kq = t_new_kq();
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	dg_settle(kq, &p, (int64_t)SH_COUNT * SH_SIZE);
+	atomic_store(&sh_stop, 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(20);
+		T_EXIT(sh_watch(p.rx, 20000));
+	}
+	cyc.p = &p;
+	cyc.cycles = 0;
+	assert_int_equal(pthread_create(&t, NULL, sh_cycler, &cyc), 0);
+	assert_int_equal(sh_watch(p.rx, 20000), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	atomic_store(&sh_stop, 1);
+	pthread_join(t, NULL);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	dg_settle(kq, &p, (int64_t)SH_COUNT * SH_SIZE);
+	assert_int_equal(recv(p.rx, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT),
+	    SH_SIZE);
+	assert_int_equal(recv(p.rx, again, sizeof(again), MSG_DONTWAIT),
+	    SH_SIZE);
+	assert_memory_equal(buf, again, SH_SIZE);
+	dg_close(&p);
+	close(kq);
+}
+
 #ifdef SO_PEEK_OFF
 static void
 udp_data_leaves_the_programs_peek_offset_alone(void **state)
@@ -714,6 +830,7 @@ main(void)
 		cmocka_unit_test(udp4_reader_trusting_data_gets_every_datagram_with_ev_clear),
 		cmocka_unit_test(udp6_reader_trusting_data_gets_every_datagram_with_ev_clear),
 		cmocka_unit_test(udp_note_lowat_counts_every_datagram),
+		cmocka_unit_test(processes_sharing_a_udp_socket_each_count_whole_queued_datagrams),
 #ifdef SO_PEEK_OFF
 		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
 #endif
