@@ -408,21 +408,27 @@ kq_drop_range(unsigned int first, unsigned int last)
 
 /*
  * A raw close_range() of [first, last] from a handler inside one of kq's
- * locks (queue 0), and what follows it (queue 1).  Queue 0 claims every
- * kqueue the registry maps in the range as closed by kq itself
+ * locks, in two passes over the kqueues the registry maps in the range
+ * (kq_range_walk calls fn on each, with a reference fn must drop).
+ * kq_range_claim_close claims each as closed by kq itself
  * (kq_retire_claim) and closes the range around the numbers it cannot
  * claim -- those whose set a rebuild is replacing right now, whose close
  * the rebuild makes instead -- and returns close_range()'s result.
- * Queue 1 then sends every kqueue still mapped in the range and claimed
- * to be retired later (kq_retire_later); one that took a freed number
- * meanwhile (not claimed) is left alone, and so is one that names its
- * kqueue again (reap_retire).
+ * kq_range_retire then sends every kqueue still mapped in the range and
+ * claimed to be retired later (kq_retire_later); one that took a freed
+ * number meanwhile (not claimed) is left alone, and so is one that names
+ * its kqueue again (reap_retire).
  */
-static int
-kq_retire_later_range(unsigned int first, unsigned int last, int queue)
+struct kq_range_close {
+	unsigned int	lo;	/* the first number not yet closed */
+	int		r;	/* close_range()'s result so far */
+};
+
+static void
+kq_range_walk(unsigned int first, unsigned int last,
+    void (*fn)(struct kqueue *, unsigned int, void *), void *arg)
 {
-	unsigned int i, j, lo = first;
-	int r = 0, was;
+	unsigned int i, j;
 
 	for (i = first >> REG_CHUNK_SHIFT; i < REG_TOP &&
 	    i <= (last >> REG_CHUNK_SHIFT); i++) {
@@ -439,29 +445,54 @@ kq_retire_later_range(unsigned int first, unsigned int last, int queue)
 			    atomic_load_explicit(&chunk[j],
 			    memory_order_relaxed) == NULL)
 				continue;
-			if ((kq = kq_registry_acquire((int)fd)) == NULL)
-				continue;
-			if (queue && (atomic_load(&kq->kq_retiring) &
-			    KQ_RET_SELF))
-				kq_retire_later(kq);
-			else if (queue)
-				kq_release(kq);
-			else {
-				if (!kq_retire_claim(kq, 1, &was)) {
-					/* fd <= INT32_MAX: no wrap */
-					if (fd > lo && r == 0)
-						r = (int)syscall(
-						    SYS_close_range, lo,
-						    fd - 1, 0);
-					lo = fd + 1;
-				}
-				kq_release(kq);
-			}
+			if ((kq = kq_registry_acquire((int)fd)) != NULL)
+				fn(kq, fd, arg);
 		}
 	}
-	if (!queue && r == 0 && lo <= last)
-		r = (int)syscall(SYS_close_range, lo, last, 0);
-	return r;
+}
+
+static void
+range_claim_one(struct kqueue *kq, unsigned int fd, void *arg)
+{
+	struct kq_range_close *c = arg;
+	int was;
+
+	if (!kq_retire_claim(kq, 1, &was)) {
+		/* fd <= INT32_MAX: no wrap */
+		if (fd > c->lo && c->r == 0)
+			c->r = (int)syscall(SYS_close_range, c->lo, fd - 1,
+			    0);
+		c->lo = fd + 1;
+	}
+	kq_release(kq);
+}
+
+static int
+kq_range_claim_close(unsigned int first, unsigned int last)
+{
+	struct kq_range_close c = { first, 0 };
+
+	kq_range_walk(first, last, range_claim_one, &c);
+	if (c.r == 0 && c.lo <= last)
+		c.r = (int)syscall(SYS_close_range, c.lo, last, 0);
+	return c.r;
+}
+
+static void
+range_retire_one(struct kqueue *kq, unsigned int fd, void *arg)
+{
+	(void)fd;
+	(void)arg;
+	if (atomic_load(&kq->kq_retiring) & KQ_RET_SELF)
+		kq_retire_later(kq);	/* takes our reference */
+	else
+		kq_release(kq);
+}
+
+static void
+kq_range_retire(unsigned int first, unsigned int last)
+{
+	kq_range_walk(first, last, range_retire_one, NULL);
 }
 
 /*
@@ -582,8 +613,8 @@ close_range(unsigned int first, unsigned int last, int flags)
 		/* A handler inside one of kq's locks: the range closed raw,
 		   kq's own included, knotes left stale, and the kqueues that
 		   were in it retired later. */
-		r = kq_retire_later_range(first, last, 0);
-		(void)kq_retire_later_range(first, last, 1);
+		r = kq_range_claim_close(first, last);
+		kq_range_retire(first, last);
 		kq_closing_leave();
 		return r;
 	}
@@ -605,8 +636,8 @@ closefrom(int lowfd)
 	kq_closing_enter();	/* nothing freed now (defer.c) */
 	if (kq_in_lock()) {
 		/* A handler inside one of kq's locks: as close_range() */
-		(void)kq_retire_later_range((unsigned int)lowfd, ~0U, 0);
-		(void)kq_retire_later_range((unsigned int)lowfd, ~0U, 1);
+		(void)kq_range_claim_close((unsigned int)lowfd, ~0U);
+		kq_range_retire((unsigned int)lowfd, ~0U);
 		kq_closing_leave();
 		return;
 	}
