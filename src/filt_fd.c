@@ -209,6 +209,24 @@ dg_set_off(int fd, int off)
 }
 
 /*
+ * A peek failed: unless the queue was only empty, it took the socket's
+ * pending error (Linux's recv() returns so_error once, MSG_PEEK or not),
+ * which arrived after the caller saw no EPOLLERR.  It is kept for the
+ * program's getsockopt(SO_ERROR) (sockerr.c); its recv() no longer fails
+ * with it (kevent.2 LINUX NOTES).
+ */
+static void
+dg_keep_error(int fd)
+{
+	int e = errno;
+
+	if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != EBADF &&
+	    e != ENOTSOCK && e != EINVAL && e != EFAULT && e != ENOMEM)
+		kq_sockerr_keep(fd, e);
+	errno = e;
+}
+
+/*
  * One walk of fd's queue from offset 0 (the caller holds the stripe):
  * the payload counted, or -1 if the offset cannot be set.  *end is set if
  * a UDP walk reached the queue's end (not DG_WALK_MAX).
@@ -232,6 +250,8 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end)
 			if (dg_set_off(fd, (int)total) != 0)
 				break;
 		}
+		if (r < 0)
+			dg_keep_error(fd);
 		return total;
 	}
 	/*
@@ -254,6 +274,8 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end)
 			total += m[i].msg_len;
 		walked += r;
 	} while (r == batch && walked < DG_WALK_MAX);
+	if (r < 0)
+		dg_keep_error(fd);
 	*end = r != batch;
 	return total;
 }
@@ -715,10 +737,16 @@ count:
 		 */
 		if ((n > 0 || !eof) &&
 		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM)) {
+			/*
+			 * With EPOLLERR the socket holds an error (a
+			 * connected UDP socket's ICMP port unreachable, an
+			 * AF_UNIX peer gone), which any peek would take from
+			 * the program's next recv(): FIONREAD's count.
+			 */
 			if (eof)
 				data = 0;
-			else if ((data = dgram_total(kq, fd,
-			    k == K_UDGRAM, n)) < 0)
+			else if ((hint & EPOLLERR) || (data = dgram_total(kq,
+			    fd, k == K_UDGRAM, n)) < 0)
 				data = n;
 		}
 	} else if (r == -EBADF)

@@ -779,6 +779,7 @@ int		 fd_anon_name(int fd, char *buf, size_t len);
 /* sockerr.c: socket errors consumed for EV_EOF's fflags, kept for the
    application's getsockopt(SO_ERROR). */
 int		 kq_sockerr(int fd, int pending);
+void		 kq_sockerr_keep(int fd, int e);
 void		 kq_sockerr_forget(int fd);
 int		 fd_is_epoll(int fd);
 int		 epoll_holds(int epfd, int fd);

@@ -114,23 +114,35 @@ se_peek(int fd, int take)
 	return (int)(uint32_t)w;
 }
 
-int
-kq_sockerr(int fd, int pending)
+/*
+ * Keep error e, which kq consumed from socket fd, for the application's
+ * next getsockopt(SO_ERROR).  Not kept without memory.
+ */
+void
+kq_sockerr_keep(int fd, int e)
 {
 	_Atomic uint64_t *s;
 	uint64_t w, old;
 	uint32_t ino;
-	int e;
 
-	if (!pending || (e = se_raw_error(fd)) == 0)
-		return se_peek(fd, 0);
-	/* Consumed from the kernel: keep it for the application. */
-	if ((ino = se_ino(fd)) == 0 || (s = se_slot(fd, 1)) == NULL)
-		return e;	/* not kept (ENOMEM): reported all the same */
+	if (e <= 0 || (ino = se_ino(fd)) == 0 || (s = se_slot(fd, 1)) == NULL)
+		return;
 	w = (uint64_t)ino << 32 | (uint32_t)e;
 	old = atomic_exchange_explicit(s, w, memory_order_acq_rel);
 	if (old == 0)
 		atomic_fetch_add_explicit(&se_n, 1, memory_order_relaxed);
+}
+
+int
+kq_sockerr(int fd, int pending)
+{
+	int e;
+
+	if (!pending || (e = se_raw_error(fd)) == 0)
+		return se_peek(fd, 0);
+	/* Consumed from the kernel: keep it for the application (without
+	   memory, reported all the same). */
+	kq_sockerr_keep(fd, e);
 	return e;
 }
 

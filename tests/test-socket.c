@@ -652,6 +652,48 @@ udp_note_lowat_counts_every_datagram(void **state)
 }
 
 /*
+ * A connected UDP socket whose datagram met a closed port holds the ICMP
+ * error (FreeBSD's so_error): EVFILT_READ reports it readable, and the
+ * program's next recv() still fails with ECONNREFUSED -- reporting the
+ * event must not take the error.  (Linux's recv() returns a socket's error
+ * once, MSG_PEEK or not, and kq counts a datagram socket's queue by
+ * peeking.)
+ */
+static void
+connected_udp_socket_readable_by_its_error_still_fails_recv_with_it(
+    void **state)
+{
+	struct sockaddr_in sin = dead_port();
+	int kq = t_new_kq(), u = socket(AF_INET, SOCK_DGRAM, 0);
+	struct pollfd pfd;
+	struct kevent ev;
+	char c;
+
+	(void)state;
+	assert_true(u >= 0);
+	/* A UDP port with nothing bound: dead_port's TCP number, as UDP. */
+	assert_int_equal(connect(u, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	set_nonblock(u);
+	assert_int_equal(send(u, "x", 1, 0), 1);
+	pfd.fd = u;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 2000) != 1 || !(pfd.revents & POLLERR)) {
+		close(u);
+		close(kq);
+		skip();		/* no ICMP error came back here */
+	}
+	t_change(kq, (uintptr_t)u, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(wait_for(kq, (uintptr_t)u, EVFILT_READ, &ev, 1000), 1);
+	assert_int_equal(ev.data, 0);
+	errno = 0;
+	assert_int_equal(recv(u, &c, 1, 0), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	close(u);
+	close(kq);
+}
+
+/*
  * Several readers of one UDP socket's count at once: a fork() child and
  * its parent (a prefork server's workers share their sockets) each watch
  * the socket with a kqueue of their own, while a thread of the parent
@@ -831,6 +873,7 @@ main(void)
 		cmocka_unit_test(udp6_reader_trusting_data_gets_every_datagram_with_ev_clear),
 		cmocka_unit_test(udp_note_lowat_counts_every_datagram),
 		cmocka_unit_test(processes_sharing_a_udp_socket_each_count_whole_queued_datagrams),
+		cmocka_unit_test(connected_udp_socket_readable_by_its_error_still_fails_recv_with_it),
 #ifdef SO_PEEK_OFF
 		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
 #endif
