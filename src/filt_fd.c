@@ -160,22 +160,24 @@ eventfd_count(int fd, uint64_t *v)
  * would see the offset (kevent.2 LINUX NOTES).
  *   The offset belongs to the socket, not to a process: another process
  * sharing the socket (a fork() child, a worker of a prefork server) walks
- * it outside the stripe.  A read of the socket during a walk moves the
- * offset back by what it took, so an undisturbed walk ends with the
- * offset at or below its total, and counts at least the head datagram's
- * bytes (FIONREAD's, passed in head).  A walk that finds otherwise met
- * another process's walk (the offset set under it: the queue walked twice,
- * or from its end, or the head counted over and over): it is walked again,
- * DG_TRIES times at most.  The count returned is never below head, so a
- * readable socket never reports an empty queue (attack helper 24's F3 test
- * saw data 0 under TSan).  The offset read at the start may be another
- * process's walk's, so after a disturbed walk, or when that offset points
- * at or past the queue's end (nothing to peek at there), the offset is
- * set to -1 rather than put back: FreeBSD has no peek offset and a
- * program written for it never sets one.  Linux changes the offset without
- * a lock, so a read racing a walk can still leave it at 0, and two
- * processes peeking at one datagram at once both move it (a count one
- * datagram high): kevent.2 LINUX NOTES.
+ * it too.  So a walk also holds a word shared with the fork() children of
+ * the process (xlock.c, keyed by the descriptor number, which a child
+ * inherits), waiting DG_XWAIT_NS at most: a walk of a process that is not
+ * of the family, or under another number, or past that wait, may still
+ * meet another.  A read of the socket during a walk moves the offset back
+ * by what it took, so an undisturbed walk ends with the offset at or
+ * below its total, and counts at least the head datagram's bytes
+ * (FIONREAD's, passed in head).  A walk that finds otherwise met another
+ * walk (the offset set under it: the queue walked twice, or from its end,
+ * or the head counted over and over): it is walked again, DG_TRIES times
+ * at most.  The count returned is never below head, so a readable socket
+ * never reports an empty queue (a fork child's walk that met its
+ * parent's once reported data 0).  After a walk met another, the offset
+ * read at the start may have been the other's, and is not put back: it
+ * is set to -1, since FreeBSD has no peek offset and a program written
+ * for it never sets one.  Linux changes the offset without a lock, so a
+ * read racing the store can still write its own result after it: the
+ * offset is read once more and set to -1 again if so.
  * Returns -1 where the socket has no peek offset (raw sockets): the caller
  * keeps FIONREAD's.
  */
@@ -184,6 +186,7 @@ eventfd_count(int fd, uint64_t *v)
 #define DG_WALK_MAX	4096
 #define DG_STRIPES	64
 #define DG_TRIES	3
+#define DG_XWAIT_NS	5000000	/* for another process's walk (xlock.c) */
 
 static _Atomic uint32_t dg_stripe[DG_STRIPES];	/* olocks */
 
@@ -283,9 +286,10 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end)
 static int64_t
 dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 {
-	int old = -1, cur, end, tries = 0, ok, clean;
+	int old = -1, cur, end, tries = 0, ok, clean, xheld;
 	socklen_t len = sizeof(old);
 	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+	struct xl_slot *xw = kq_xlock_slot((unsigned int)fd);
 	int64_t total, count;
 
 	/*
@@ -298,16 +302,27 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	 * the interrupted code holds (attack helper 25's F2: two threads'
 	 * handlers waited for each other's stripes).
 	 */
-	if (kq_olock_mine(lk) ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, &len) != 0)
+	if (kq_olock_mine(lk))
 		return -1;
 	if (__builtin_expect(kq_tls.owned > 1, 0)) {
 		if (!kq_olock_trylock(lk))
 			return -1;
-	} else
+		xheld = kq_xlock_lock(xw, 0);
+	} else {
 		kq_olock_lock(lk);
+		xheld = kq_xlock_lock(xw, DG_XWAIT_NS);
+	}
+	/* Read under the locks: before them, it may be another walk's. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, &len) != 0) {
+		if (xheld)
+			kq_xlock_unlock(xw);
+		kq_olock_unlock(lk);
+		return -1;
+	}
 	do {
 		if ((total = dgram_walk(kq, fd, unix_domain, &end)) < 0) {
+			if (xheld)
+				kq_xlock_unlock(xw);
 			kq_olock_unlock(lk);
 			return -1;
 		}
@@ -322,11 +337,13 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 		 * holds what was read.
 		 */
 		count = end ? cur : total;
-		ok = count >= head && count <= INT_MAX && cur >= 0;
+		ok = count >= head && count <= INT_MAX && cur >= 0 &&
+		    (end || cur <= total);
 	} while (!ok && ++tries < DG_TRIES);
-	/* Another process's walk moved the offset forward under this one. */
+	/* Another process's walk moved the offset forward under this one
+	   (or set it): the offset read at the start may have been its. */
 	clean = ok && cur <= total;
-	if (!clean || (old >= 0 && old >= count))
+	if (!clean)
 		old = -1;
 	(void)dg_set_off(fd, old);
 	/*
@@ -339,6 +356,8 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	if (old < 0 && getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &cur, &len) ==
 	    0 && cur >= 0)
 		(void)dg_set_off(fd, -1);
+	if (xheld)
+		kq_xlock_unlock(xw);
 	kq_olock_unlock(lk);
 	return ok ? count : head;
 }

@@ -780,6 +780,11 @@ int		 fd_anon_name(int fd, char *buf, size_t len);
    application's getsockopt(SO_ERROR). */
 int		 kq_sockerr(int fd, int pending);
 void		 kq_sockerr_keep(int fd, int e);
+/* xlock.c: locks shared with fork() children, bounded waits */
+struct xl_slot;
+struct xl_slot	*kq_xlock_slot(unsigned int key);
+int		 kq_xlock_lock(struct xl_slot *x, int64_t ns);
+void		 kq_xlock_unlock(struct xl_slot *x);
 void		 kq_sockerr_forget(int fd);
 int		 fd_is_epoll(int fd);
 int		 epoll_holds(int epfd, int fd);

@@ -694,49 +694,59 @@ connected_udp_socket_readable_by_its_error_still_fails_recv_with_it(
 }
 
 /*
- * Several readers of one UDP socket's count at once: a fork() child and
+ * Several processes counting one UDP socket at once: a fork() child and
  * its parent (a prefork server's workers share their sockets) each watch
- * the socket with a kqueue of their own, while a thread of the parent
- * takes one datagram and sends one back.  Every report of either process
- * counts whole datagrams, at least one: never a readable socket with
- * nothing in it (FreeBSD's sbavail).  Linux counts the queue with the
- * socket's peek offset, which the processes share and change without a
- * lock, so a count taken while another process counts may be a datagram
- * or two off; it stays below twice the queue.  Once they stop, the queue's
- * own count comes back exact, and MSG_PEEK looks at the datagram the next
- * read takes.
+ * it with a kqueue of their own.  FreeBSD's count (sbavail) is the
+ * queue's, whoever else looks: with nothing read or sent, every report of
+ * either process is the whole queue.  Linux counts the queue with the
+ * socket's peek offset, which the processes share; kq keeps their walks
+ * apart, but waits at most a few milliseconds for another process's (a
+ * process stopped mid-walk must not stop the others), so a walk may still
+ * meet another on a loaded machine: at most one report in a hundred may
+ * be off, and never below one datagram.  Once they stop, the queue's count
+ * comes back exact, and MSG_PEEK looks at the head datagram without
+ * consuming it: no peek offset was left behind.
  */
 #define SH_COUNT	64	/* datagrams queued */
 #define SH_SIZE		32	/* bytes each; the first four its number */
+#define SH_ROUNDS	20000
 
 static atomic_int sh_stop;
 
+/* 0: every report within the bounds (exact: at most 1 % off); else 3. */
 static int
-sh_watch(int rx, int rounds)
+sh_watch(int rx, int exact)
 {
 	struct timespec zero = { 0, 0 };
 	struct kevent ev;
-	int kq = kqueue(), bad = 0;
+	int kq = kqueue(), bad = 0, off = 0, seen = 0;
+	const int64_t queue = (int64_t)SH_COUNT * SH_SIZE;
 
 	if (kq < 0)
 		return 2;
 	EV_SET(&ev, (uintptr_t)rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
 	if (kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
 		return 2;
-	for (int i = 0; i < rounds && !atomic_load(&sh_stop); i++) {
+	for (int i = 0; i < SH_ROUNDS && !atomic_load(&sh_stop); i++) {
 		int n = kevent(kq, NULL, 0, &ev, 1, &zero);
 
 		if (n < 0)
 			return 2;
-		if (n == 1 && (ev.data < SH_SIZE || ev.data % SH_SIZE != 0 ||
-		    ev.data >= 2 * (int64_t)SH_COUNT * SH_SIZE)) {
+		if (n != 1)
+			continue;
+		seen++;
+		if (ev.data < SH_SIZE || ev.data % SH_SIZE != 0 ||
+		    ev.data >= 2 * queue) {
 			if (bad++ == 0)
 				fprintf(stderr, "data %lld\n",
 				    (long long)ev.data);
-		}
+		} else if (exact && ev.data != queue)
+			off++;
 	}
 	close(kq);
-	return bad == 0 ? 0 : 3;
+	if (off > seen / 100)
+		fprintf(stderr, "%d of %d counts off\n", off, seen);
+	return bad == 0 && off <= seen / 100 ? 0 : 3;
 }
 
 struct sh_cycle {
@@ -760,49 +770,93 @@ sh_cycler(void *arg)
 	return NULL;
 }
 
+/* The parent and a fork child count at once; with cycle, a thread reads. */
 static void
-processes_sharing_a_udp_socket_each_count_whole_queued_datagrams(
-    void **state)
+sh_share(struct dgpair *p, int cycle)
 {
-	struct dgpair p;
 	struct sh_cycle cyc;
-	char buf[SH_SIZE], again[SH_SIZE];
 	pthread_t t;
 	pid_t pid;
-	int st, kq;
+	int st;
 
-	(void)state;
-	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
-	for (int i = 0; i < SH_COUNT; i++) {
-		memset(buf, 0, sizeof(buf));
-		memcpy(buf, &i, sizeof(i));
-		assert_int_equal(send(p.tx, buf, sizeof(buf), 0), SH_SIZE);
-	}
-	kq = t_new_kq();
-	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	dg_settle(kq, &p, (int64_t)SH_COUNT * SH_SIZE);
 	atomic_store(&sh_stop, 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		alarm(20);
-		T_EXIT(sh_watch(p.rx, 20000));
+		alarm(30);
+		T_EXIT(sh_watch(p->rx, !cycle));
 	}
-	cyc.p = &p;
+	cyc.p = p;
 	cyc.cycles = 0;
-	assert_int_equal(pthread_create(&t, NULL, sh_cycler, &cyc), 0);
-	assert_int_equal(sh_watch(p.rx, 20000), 0);
+	if (cycle)
+		assert_int_equal(pthread_create(&t, NULL, sh_cycler, &cyc),
+		    0);
+	assert_int_equal(sh_watch(p->rx, !cycle), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	atomic_store(&sh_stop, 1);
-	pthread_join(t, NULL);
+	if (cycle)
+		pthread_join(t, NULL);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void
+sh_fill(struct dgpair *p, int *kq)
+{
+	char buf[SH_SIZE];
+
+	assert_int_equal(dg_open(p, AF_INET, SOCK_DGRAM, 0), 1);
+	for (int i = 0; i < SH_COUNT; i++) {
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, &i, sizeof(i));
+		assert_int_equal(send(p->tx, buf, sizeof(buf), 0), SH_SIZE);
+	}
+	*kq = t_new_kq();
+	t_change(*kq, p->rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	dg_settle(*kq, p, (int64_t)SH_COUNT * SH_SIZE);
+}
+
+static void
+processes_sharing_a_udp_socket_each_count_its_whole_queue(void **state)
+{
+	struct dgpair p;
+	char buf[SH_SIZE], again[SH_SIZE];
+	int kq;
+
+	(void)state;
+	sh_fill(&p, &kq);
+	sh_share(&p, 0);
 	dg_settle(kq, &p, (int64_t)SH_COUNT * SH_SIZE);
 	assert_int_equal(recv(p.rx, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT),
 	    SH_SIZE);
+	assert_int_equal(recv(p.rx, again, sizeof(again),
+	    MSG_PEEK | MSG_DONTWAIT), SH_SIZE);
+	assert_memory_equal(buf, again, SH_SIZE);
 	assert_int_equal(recv(p.rx, again, sizeof(again), MSG_DONTWAIT),
 	    SH_SIZE);
 	assert_memory_equal(buf, again, SH_SIZE);
+	dg_close(&p);
+	close(kq);
+}
+
+/*
+ * As above, with a thread of the parent taking one datagram and sending
+ * one back all the while: every report is whole datagrams, at least one,
+ * below twice the queue (Linux moves the offset for a read without a lock:
+ * a count a datagram or two off, kevent.2 LINUX NOTES), and once they stop
+ * the count is the queue's again.
+ */
+static void
+processes_sharing_a_udp_socket_read_meanwhile_count_whole_datagrams(
+    void **state)
+{
+	struct dgpair p;
+	int kq;
+
+	(void)state;
+	sh_fill(&p, &kq);
+	sh_share(&p, 1);
+	dg_settle(kq, &p, (int64_t)SH_COUNT * SH_SIZE);
 	dg_close(&p);
 	close(kq);
 }
@@ -872,7 +926,8 @@ main(void)
 		cmocka_unit_test(udp4_reader_trusting_data_gets_every_datagram_with_ev_clear),
 		cmocka_unit_test(udp6_reader_trusting_data_gets_every_datagram_with_ev_clear),
 		cmocka_unit_test(udp_note_lowat_counts_every_datagram),
-		cmocka_unit_test(processes_sharing_a_udp_socket_each_count_whole_queued_datagrams),
+		cmocka_unit_test(processes_sharing_a_udp_socket_each_count_its_whole_queue),
+		cmocka_unit_test(processes_sharing_a_udp_socket_read_meanwhile_count_whole_datagrams),
 		cmocka_unit_test(connected_udp_socket_readable_by_its_error_still_fails_recv_with_it),
 #ifdef SO_PEEK_OFF
 		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
