@@ -21,8 +21,12 @@
  *     caller goes on without the lock, as it did before there was one.  A
  *     holder stopped by SIGSTOP or a debugger never stops the others.
  *   - A holder that died holding the word (kill(pid, 0) says ESRCH) loses
- *     it to the first waiter that sees so; a zombie keeps it until it is
- *     reaped, and its waiters give up at their bound.
+ *     it to the first waiter that sees so.  So does one that has held it
+ *     for XL_ABANDON_NS (the word's since), seen unchanged through a whole
+ *     slice: a zombie; a process whose thread exec() ended mid-walk (the
+ *     pid lives on in a new image that never sees this page); a pid
+ *     reused; one stopped for that long, whose release then finds the
+ *     word another's and leaves it.
  *   - kq_xlock_unlock releases the word only if this process holds it: a
  *     fork() child of a thread interrupted while holding one (by a signal
  *     handler that forked) leaves the parent's hold alone.
@@ -43,10 +47,12 @@
 #define XL_PID		0x3fffffffu	/* pid_max <= 2^22 */
 #define XL_HANDOFF	0x40000000u
 #define XL_SLICE_NS	200000		/* a sleep between looks at a holder */
+#define XL_ABANDON_NS	1000000000	/* a hold no walk lasts */
 
 struct xl_slot {
 	_Atomic uint32_t	word;
 	_Atomic uint32_t	waiters;
+	_Atomic int64_t		since;	/* when the holder took it */
 };
 
 static struct xl_slot *xl_page;
@@ -68,36 +74,52 @@ kq_xlock_slot(unsigned int key)
 	return xl_page == NULL ? NULL : &xl_page[key % XL_SLOTS];
 }
 
+/*
+ * Is word c, held (not handed off), given up by its holder?  seen: this
+ * waiter saw c unchanged through a whole slice, so since is c's own.
+ */
 static int
-xl_holder_dead(uint32_t c)
+xl_abandoned(struct xl_slot *x, uint32_t c, int seen)
 {
 	pid_t holder = (pid_t)(c & XL_PID);
 
-	return holder > 0 && kill(holder, 0) != 0 && errno == ESRCH;
+	if (holder > 0 && kill(holder, 0) != 0 && errno == ESRCH)
+		return 1;
+	return seen && kq_now_ns() - atomic_load_explicit(&x->since,
+	    memory_order_relaxed) > XL_ABANDON_NS;
+}
+
+static int
+xl_took(struct xl_slot *x)
+{
+	atomic_store_explicit(&x->since, kq_now_ns(), memory_order_relaxed);
+	return 1;
 }
 
 int
 kq_xlock_lock(struct xl_slot *x, int64_t ns)
 {
-	uint32_t me = (uint32_t)getpid(), c = 0;
+	uint32_t me = (uint32_t)getpid(), c = 0, slept = 0, now;
 	int64_t end, rest;
 	struct timespec slice;
 	int e = errno, back = 0, got = 0;
 
-	if (x == NULL || atomic_compare_exchange_strong_explicit(&x->word,
-	    &c, me, memory_order_acquire, memory_order_relaxed))
+	if (x == NULL)
 		return 1;
+	if (atomic_compare_exchange_strong_explicit(&x->word, &c, me,
+	    memory_order_acquire, memory_order_relaxed))
+		return xl_took(x);
 	if (ns <= 0)	/* one look, counted as no waiter */
 		return (c & XL_HANDOFF) && (c & XL_PID) != me &&
 		    atomic_compare_exchange_strong_explicit(&x->word, &c, me,
-		    memory_order_acquire, memory_order_relaxed);
+		    memory_order_acquire, memory_order_relaxed) && xl_took(x);
 	end = kq_now_ns() + ns;
 	atomic_fetch_add(&x->waiters, 1);
 	for (;;) {
 		c = atomic_load_explicit(&x->word, memory_order_relaxed);
 		if (c == 0 || ((c & XL_HANDOFF) &&
 		    ((c & XL_PID) != me || back)) ||
-		    (!(c & XL_HANDOFF) && xl_holder_dead(c))) {
+		    (!(c & XL_HANDOFF) && xl_abandoned(x, c, c == slept))) {
 			if (atomic_compare_exchange_strong_explicit(&x->word,
 			    &c, me, memory_order_acquire,
 			    memory_order_relaxed)) {
@@ -115,14 +137,15 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 		/* Shared, not FUTEX_PRIVATE: the sleepers are processes. */
 		(void)syscall(SYS_futex, &x->word, FUTEX_WAIT, c, &slice,
 		    NULL, 0);
+		now = atomic_load_explicit(&x->word, memory_order_relaxed);
+		slept = now == c ? c : 0;
 		/* Its own hand-off, left a slice: no one else wants it. */
-		if (c == (XL_HANDOFF | me) && atomic_load_explicit(&x->word,
-		    memory_order_relaxed) == c)
+		if (c == (XL_HANDOFF | me) && now == c)
 			back = 1;
 	}
 	atomic_fetch_sub(&x->waiters, 1);
 	errno = e;
-	return got;
+	return got && xl_took(x);
 }
 
 void
