@@ -340,9 +340,14 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 		ok = count >= head && count <= INT_MAX && cur >= 0 &&
 		    (end || cur <= total);
 	} while (!ok && ++tries < DG_TRIES);
-	/* Another process's walk moved the offset forward under this one
-	   (or set it): the offset read at the start may have been its. */
-	clean = ok && cur <= total;
+	/*
+	 * The offset read at the start may have been another walk's: when a
+	 * walk moved the offset forward under this one (or set it), when
+	 * this one went on without the shared word (xheld 0: another
+	 * process's walk outlasted the wait), or took it from a holder that
+	 * gave it up (2: one killed or stopped mid-walk).
+	 */
+	clean = ok && cur <= total && xheld == 1;
 	if (!clean)
 		old = -1;
 	(void)dg_set_off(fd, old);

@@ -16,6 +16,9 @@
  * others waited, it is theirs, not its last holder's, which may take it
  * back only after a slice in which none did.  (Taken back at once, a
  * process walking in a loop kept it from its fork child for ever.)
+ * kq_xlock_lock returns 1 when it took the word, 2 when it took it from a
+ * holder that gave it up (below: whatever that holder was changing may be
+ * half done), 0 when it gave up waiting.
  * Contracts:
  *   - A wait is bounded (ns): past it kq_xlock_lock gives up and the
  *     caller goes on without the lock, as it did before there was one.  A
@@ -120,10 +123,12 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 		if (c == 0 || ((c & XL_HANDOFF) &&
 		    ((c & XL_PID) != me || back)) ||
 		    (!(c & XL_HANDOFF) && xl_abandoned(x, c, c == slept))) {
+			uint32_t was = c;
+
 			if (atomic_compare_exchange_strong_explicit(&x->word,
 			    &c, me, memory_order_acquire,
 			    memory_order_relaxed)) {
-				got = 1;
+				got = was == 0 || (was & XL_HANDOFF) ? 1 : 2;
 				break;
 			}
 			continue;
@@ -145,7 +150,7 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 	}
 	atomic_fetch_sub(&x->waiters, 1);
 	errno = e;
-	return got && xl_took(x);
+	return got && xl_took(x) ? got : 0;
 }
 
 void

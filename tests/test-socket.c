@@ -861,6 +861,84 @@ processes_sharing_a_udp_socket_read_meanwhile_count_whole_datagrams(
 	close(kq);
 }
 
+/*
+ * A process stopped (SIGSTOP) or killed (SIGKILL) while it counts a
+ * datagram socket it shares with its parent -- in the middle of a count,
+ * as often as not -- stops no one else: every kevent() of the parent
+ * returns, with at least one datagram in data (on FreeBSD the child's
+ * count is the kernel's, and nothing of it is left behind).  Once the
+ * killed child is reaped, the count is exact again and MSG_PEEK looks at
+ * the head datagram without consuming it (the offset the child left in
+ * the middle of its count is not put back).
+ */
+#define ST_COUNT	1000	/* datagrams: a count takes a while */
+
+static void
+process_stopped_or_killed_while_counting_a_shared_socket_stops_no_one(
+    void **state)
+{
+	struct dgpair p;
+	struct timespec zero = { 0, 0 };
+	struct kevent ev;
+	char buf[SH_SIZE], again[SH_SIZE];
+	const int64_t queue = (int64_t)ST_COUNT * SH_SIZE;
+	int kq, st, rcv = 4 << 20;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	(void)setsockopt(p.rx, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	for (int i = 0; i < ST_COUNT; i++) {
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, &i, sizeof(i));
+		assert_int_equal(send(p.tx, buf, sizeof(buf), 0), SH_SIZE);
+	}
+	kq = t_new_kq();
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	dg_settle(kq, &p, queue);
+	atomic_store(&sh_stop, 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int ckq = kqueue();
+
+		alarm(60);
+		EV_SET(&ev, (uintptr_t)p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+		if (ckq < 0 || kevent(ckq, &ev, 1, NULL, 0, NULL) != 0)
+			T_EXIT(2);
+		for (;;)	/* counts until killed */
+			(void)kevent(ckq, NULL, 0, &ev, 1, &zero);
+	}
+	alarm(60);	/* a kevent() that waits for the child fails */
+	srand(7);
+	for (int round = 0; round < 40; round++) {
+		usleep((useconds_t)(rand() % 3000));
+		assert_int_equal(kill(pid, SIGSTOP), 0);
+		for (int i = 0; i < 5; i++) {
+			assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &zero),
+			    1);
+			assert_true(ev.data >= SH_SIZE);
+			assert_true(ev.data % SH_SIZE == 0);
+		}
+		assert_int_equal(kill(pid, SIGCONT), 0);
+	}
+	usleep((useconds_t)(rand() % 3000));
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &zero), 1);
+	assert_true(ev.data >= SH_SIZE);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	alarm(0);
+	dg_settle(kq, &p, queue);
+	assert_int_equal(recv(p.rx, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT),
+	    SH_SIZE);
+	assert_int_equal(recv(p.rx, again, sizeof(again),
+	    MSG_PEEK | MSG_DONTWAIT), SH_SIZE);
+	assert_memory_equal(buf, again, SH_SIZE);
+	dg_close(&p);
+	close(kq);
+}
+
 #ifdef SO_PEEK_OFF
 static void
 udp_data_leaves_the_programs_peek_offset_alone(void **state)
@@ -928,6 +1006,7 @@ main(void)
 		cmocka_unit_test(udp_note_lowat_counts_every_datagram),
 		cmocka_unit_test(processes_sharing_a_udp_socket_each_count_its_whole_queue),
 		cmocka_unit_test(processes_sharing_a_udp_socket_read_meanwhile_count_whole_datagrams),
+		cmocka_unit_test(process_stopped_or_killed_while_counting_a_shared_socket_stops_no_one),
 		cmocka_unit_test(connected_udp_socket_readable_by_its_error_still_fails_recv_with_it),
 #ifdef SO_PEEK_OFF
 		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
