@@ -170,9 +170,11 @@ eventfd_count(int fd, uint64_t *v)
  * (FIONREAD's, passed in head).  A walk that finds otherwise met another
  * walk (the offset set under it: the queue walked twice, or from its end,
  * or the head counted over and over): it is walked again, DG_TRIES times
- * at most.  The count returned is never below head, so a readable socket
- * never reports an empty queue (a fork child's walk that met its
- * parent's once reported data 0).  After a walk met another, the offset
+ * at most; if none was clean, the most any of them counted is returned
+ * (more than the queue is safer than less for a program that reads what
+ * data says, then waits for the next edge).  The count returned is never
+ * below head, so a readable socket never reports an empty queue (a fork
+ * child's walk that met its parent's once reported data 0).  After a walk met another, the offset
  * read at the start may have been the other's, and is not put back: it
  * is set to -1, since FreeBSD has no peek offset and a program written
  * for it never sets one.  Linux changes the offset without a lock, so a
@@ -186,7 +188,7 @@ eventfd_count(int fd, uint64_t *v)
 #define DG_WALK_MAX	4096
 #define DG_STRIPES	64
 #define DG_TRIES	3
-#define DG_XWAIT_NS	5000000	/* for another process's walk (xlock.c) */
+#define DG_XWAIT_NS	50000000 /* for another process's walk (xlock.c) */
 
 static _Atomic uint32_t dg_stripe[DG_STRIPES];	/* olocks */
 
@@ -287,6 +289,8 @@ static int64_t
 dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 {
 	int old = -1, cur, end, tries = 0, ok, clean, xheld;
+	pid_t pid = getpid();
+	int64_t best = head;
 	socklen_t len = sizeof(old);
 	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
 	struct xl_slot *xw = kq_xlock_slot((unsigned int)fd);
@@ -339,15 +343,22 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 		count = end ? cur : total;
 		ok = count >= head && count <= INT_MAX && cur >= 0 &&
 		    (end || cur <= total);
+		/* The most any walk counted: too much is safer than too
+		   little for a program that reads what data says and then
+		   waits for the next edge (EV_CLEAR). */
+		if (count <= INT_MAX && count > best)
+			best = count;
 	} while (!ok && ++tries < DG_TRIES);
 	/*
 	 * The offset read at the start may have been another walk's: when a
 	 * walk moved the offset forward under this one (or set it), when
 	 * this one went on without the shared word (xheld 0: another
 	 * process's walk outlasted the wait), or took it from a holder that
-	 * gave it up (2: one killed or stopped mid-walk).
+	 * gave it up (2: one killed or stopped mid-walk); or when this is
+	 * the fork() child of the process that began it (a signal handler
+	 * forked in the middle: the parent's copy of the walk goes on too).
 	 */
-	clean = ok && cur <= total && xheld == 1;
+	clean = ok && cur <= total && xheld == 1 && getpid() == pid;
 	if (!clean)
 		old = -1;
 	(void)dg_set_off(fd, old);
@@ -364,7 +375,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	if (xheld)
 		kq_xlock_unlock(xw);
 	kq_olock_unlock(lk);
-	return ok ? count : head;
+	return ok ? count : best;
 }
 
 /*

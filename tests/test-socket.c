@@ -700,7 +700,7 @@ connected_udp_socket_readable_by_its_error_still_fails_recv_with_it(
  * queue's, whoever else looks: with nothing read or sent, every report of
  * either process is the whole queue.  Linux counts the queue with the
  * socket's peek offset, which the processes share; kq keeps their walks
- * apart, but waits at most a few milliseconds for another process's (a
+ * apart, but waits at most 50 ms for another process's (a
  * process stopped mid-walk must not stop the others), so a walk may still
  * meet another on a loaded machine: at most one report in a hundred may
  * be off, and never below one datagram.  Once they stop, the queue's count
