@@ -69,7 +69,7 @@ LDLIBS_T   := -lpthread
 LIB_SRCS := $(wildcard src/*.c)
 LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	ssignal sysv_signal __sysv_signal sigset sigignore siginterrupt \
-	close dup2 dup3 close_range closefrom getsockopt system \
+	close dup2 dup3 close_range closefrom getsockopt setsockopt system \
 	port_create port_associate port_dissociate port_send port_sendn \
 	port_get port_getn port_alert \
 	timer_create timer_settime timer_gettime timer_getoverrun timer_delete

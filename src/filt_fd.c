@@ -154,13 +154,16 @@ eventfd_count(int fd, uint64_t *v)
  *   AF_UNIX moves it only by the bytes copied, so the offset is set before
  *   each peek (two system calls a datagram; its queue is short:
  *   net.unix.max_dgram_qlen).
- * The application's own peek offset (-1 unless it set one) is put back.
+ * The application's own peek offset is put back: -1 unless the program
+ * set one in this process (peekoff.c: a value read before the walk may be
+ * another process's walk's).
  * Linux finds the datagram at an offset by walking the queue from its
  * head, so a walk's time grows as the square of the queue's length (8 ms
  * for 2000 UDP datagrams, 41 ms for 4000: a server whose queue grows
  * under load would slow down as it grows).  So at most DG_WALK_MAX UDP
  * datagrams are counted, and past them the memory the whole queue takes
- * (SO_MEMINFO) stands for the rest: more than its payload, never less,
+ * (SO_MEMINFO), if more, stands for the count: more than its payload,
+ * never less,
  * for a program that reads what data says and waits for the next edge.
  * AF_UNIX charges a datagram to its sender, and the receiver cannot learn
  * that bound: its walk goes to DG_WALK_MAX_UNIX datagrams (a queue that
@@ -222,7 +225,7 @@ kq_dgram_atfork_child(void)
 static int
 dg_set_off(int fd, int off)
 {
-	return setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof(off));
+	return kq_set_peek_off(fd, off);
 }
 
 /*
@@ -232,15 +235,17 @@ dg_set_off(int fd, int off)
  * program's getsockopt(SO_ERROR) (sockerr.c); its recv() no longer fails
  * with it (kevent.2 LINUX NOTES).
  */
-static void
+static int
 dg_keep_error(int fd)
 {
-	int e = errno;
+	int e = errno, took;
 
-	if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != EBADF &&
-	    e != ENOTSOCK && e != EINVAL && e != EFAULT && e != ENOMEM)
+	took = e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != EBADF &&
+	    e != ENOTSOCK && e != EINVAL && e != EFAULT && e != ENOMEM;
+	if (took)
 		kq_sockerr_keep(fd, e);
 	errno = e;
+	return took;
 }
 
 /*
@@ -251,7 +256,7 @@ dg_keep_error(int fd)
  */
 static int64_t
 dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end,
-    int *capped)
+    int *capped, int *erred)
 {
 	struct mmsghdr small[DG_SMALL], *m = small;
 	int r = 0, i, walked = 0, batch = DG_SMALL;
@@ -260,6 +265,7 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end,
 
 	*end = 0;
 	*capped = 0;
+	*erred = 0;
 	if (dg_set_off(fd, 0) != 0)
 		return -1;
 	if (unix_domain) {
@@ -270,11 +276,13 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end,
 			if (dg_set_off(fd, (int)total) != 0)
 				break;
 		}
+		if (r >= 0 && walked > DG_WALK_MAX_UNIX) {
+			r = (int)kq_nc_recvfrom(fd, &c, 0, MSG_PEEK |
+			    MSG_TRUNC | MSG_DONTWAIT, NULL, NULL);
+			*capped = r >= 0;
+		}
 		if (r < 0)
-			dg_keep_error(fd);
-		*capped = r >= 0 && walked > DG_WALK_MAX_UNIX &&
-		    kq_nc_recvfrom(fd, &c, 0, MSG_PEEK | MSG_TRUNC |
-		    MSG_DONTWAIT, NULL, NULL) >= 0;
+			*erred = dg_keep_error(fd);
 		return total;
 	}
 	/*
@@ -296,20 +304,28 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end,
 		for (i = 0; i < r; i++)
 			total += m[i].msg_len;
 		walked += r;
-	} while (r == batch && walked < DG_WALK_MAX);
-	if (r < 0)
-		dg_keep_error(fd);
-	*end = r != batch;
+	} while (r > 0 && walked < DG_WALK_MAX);
+	/* To the empty queue's EAGAIN, not a short batch: recvmmsg() ends a
+	   batch short at an error, which it leaves for the next call. */
+	*end = r <= 0;
 	/* At the cap: one more peek tells whether anything is past it (the
 	   offset stays where it was if nothing is, and is put back at the
 	   cap if something is, for the caller's check). */
-	if (!*end && kq_nc_recvmmsg(fd, m, 1,
-	    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT) == 1) {
-		*capped = 1;
-		if (total > INT_MAX || dg_set_off(fd, (int)total) != 0)
-			return -1;
-	} else
+	if (!*end) {
+		r = kq_nc_recvmmsg(fd, m, 1,
+		    MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 		*end = 1;
+		if (r == 1) {
+			*end = 0;
+			*capped = 1;
+			if (total > INT_MAX || dg_set_off(fd, (int)total) != 0)
+				return -1;
+		}
+	}
+	/* An error ends a walk short: it is kept, and the walk is not a
+	   count (attack helper 37's D1, D2). */
+	if (r < 0)
+		*erred = dg_keep_error(fd);
 	return total;
 }
 
@@ -333,13 +349,13 @@ dg_rest_bound(int fd)
 static int64_t
 dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 {
-	int old = -1, cur, end, capped, tries = 0, ok, clean, xheld;
+	int old = -1, cur, end, capped, erred, tries = 0, ok, clean, xheld;
 	pid_t pid = getpid();
 	int64_t best = head;
 	socklen_t len = sizeof(old);
 	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
 	struct xl_slot *xw = kq_xlock_slot((unsigned int)fd);
-	int64_t total, count;
+	int64_t total, count, rest;
 
 	/*
 	 * A signal handler that interrupted this thread's walk (its stripe
@@ -370,7 +386,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	}
 	do {
 		if ((total = dgram_walk(kq, fd, unix_domain, &end,
-		    &capped)) < 0) {
+		    &capped, &erred)) < 0) {
 			if (xheld)
 				kq_xlock_unlock(xw);
 			kq_olock_unlock(lk);
@@ -387,8 +403,8 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 		 * holds what was read.
 		 */
 		count = end ? cur : total;
-		ok = count >= head && count <= INT_MAX && cur >= 0 &&
-		    (end || cur <= total);
+		ok = !erred && count >= head && count <= INT_MAX &&
+		    cur >= 0 && (end || cur <= total);
 		/* The most any walk counted: too much is safer than too
 		   little for a program that reads what data says and then
 		   waits for the next edge (EV_CLEAR). */
@@ -405,7 +421,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	 * forked in the middle: the parent's copy of the walk goes on too).
 	 */
 	clean = ok && cur <= total && xheld == 1 && getpid() == pid;
-	if (!clean)
+	if (!clean || !kq_peek_off_used())
 		old = -1;
 	(void)dg_set_off(fd, old);
 	/*
@@ -423,9 +439,12 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	kq_olock_unlock(lk);
 	if (!ok)
 		return best;
-	/* Past the cap: more than the rest, rather than less (a program
-	   that reads what data says, then waits for the next edge). */
-	return capped ? count + dg_rest_bound(fd) : count;
+	/* Past the cap: more than the payload rather than less (a program
+	   that reads what data says, then waits for the next edge).  The
+	   queue's memory bounds all of it, the part counted included. */
+	if (capped && (rest = dg_rest_bound(fd)) > count)
+		count = rest;
+	return count;
 }
 
 /*
@@ -826,12 +845,20 @@ count:
 			 * With EPOLLERR the socket holds an error (a
 			 * connected UDP socket's ICMP port unreachable, an
 			 * AF_UNIX peer gone), which any peek would take from
-			 * the program's next recv(): FIONREAD's count.
+			 * the program's next recv(): not walked.  Linux's
+			 * recv() returns the error before the datagrams,
+			 * FreeBSD's after them, so a program that reads as
+			 * much as data says must be told more than the head
+			 * (attack helper 37's D3): the queue's memory, which
+			 * bounds its payload (UDP; AF_UNIX has none here).
 			 */
 			if (eof)
 				data = 0;
-			else if ((hint & EPOLLERR) || (data = dgram_total(kq,
-			    fd, k == K_UDGRAM, n)) < 0)
+			else if (hint & EPOLLERR) {
+				if ((data = dg_rest_bound(fd)) < n)
+					data = n;
+			} else if ((data = dgram_total(kq, fd,
+			    k == K_UDGRAM, n)) < 0)
 				data = n;
 		}
 	} else if (r == -EBADF)

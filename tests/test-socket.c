@@ -1013,6 +1013,272 @@ unix_dgram_deep_queue_read_as_data_says_under_ev_clear_leaves_nothing(
 	deep_queue(AF_UNIX);
 }
 
+/*
+ * ICMP errors on a connected UDP socket that holds a queue.  A socket
+ * bound where the errors come from (E) sends to a bound-then-closed port
+ * B, and the unreachable comes back to E's address, which the socket
+ * under test (R) shares (SO_REUSEADDR) and is connected from B: R gets
+ * the error.  FreeBSD reports R readable with data the queue's payload,
+ * keeps the error for getsockopt(SO_ERROR) (or the recv() that empties the
+ * queue), and a program that reads as much as data says leaves nothing
+ * behind.
+ */
+struct icmp_rig {
+	int fam, r, e;
+	struct sockaddr_storage b;
+	socklen_t bl;
+	int64_t payload;
+};
+
+static void
+icmp_addr(int fam, struct sockaddr_storage *a, socklen_t *l)
+{
+	memset(a, 0, sizeof(*a));
+	if (fam == AF_INET) {
+		struct sockaddr_in *x = (struct sockaddr_in *)a;
+
+		x->sin_family = AF_INET;
+		x->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		*l = sizeof(*x);
+	} else {
+		struct sockaddr_in6 *x = (struct sockaddr_in6 *)a;
+
+		x->sin6_family = AF_INET6;
+		x->sin6_addr = in6addr_loopback;
+		*l = sizeof(*x);
+	}
+}
+
+/* 0 if the rig cannot be made here (no IPv6 loopback). */
+static int
+icmp_rig_open(struct icmp_rig *g, int fam, int n)
+{
+	struct sockaddr_storage a;
+	socklen_t al;
+	int one = 1, big = 8 << 20, b;
+	char buf[128];
+
+	g->fam = fam;
+	g->payload = 0;
+	b = socket(fam, SOCK_DGRAM, 0);
+	if (b < 0)
+		return 0;
+	icmp_addr(fam, &a, &al);
+	if (bind(b, (struct sockaddr *)&a, al) != 0) {
+		close(b);
+		return 0;
+	}
+	g->bl = sizeof(g->b);
+	assert_int_equal(getsockname(b, (struct sockaddr *)&g->b, &g->bl), 0);
+	g->r = socket(fam, SOCK_DGRAM, 0);
+	g->e = socket(fam, SOCK_DGRAM, 0);
+	assert_true(g->r >= 0 && g->e >= 0);
+	(void)setsockopt(g->r, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)setsockopt(g->e, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)setsockopt(g->r, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	assert_int_equal(bind(g->r, (struct sockaddr *)&a, al), 0);
+	al = sizeof(a);
+	assert_int_equal(getsockname(g->r, (struct sockaddr *)&a, &al), 0);
+	assert_int_equal(bind(g->e, (struct sockaddr *)&a, al), 0);
+	assert_int_equal(connect(g->r, (struct sockaddr *)&g->b, g->bl), 0);
+	set_nonblock(g->r);
+	memset(buf, 'i', sizeof(buf));
+	for (int i = 0; i < n; i++) {
+		size_t sz = 1 + (size_t)(i * 7) % sizeof(buf);
+
+		assert_int_equal(sendto(b, buf, sz, 0, (struct sockaddr *)&a,
+		    al), (ssize_t)sz);
+		g->payload += (int64_t)sz;
+	}
+	close(b);	/* B's port is closed from now on */
+	return 1;
+}
+
+static void
+icmp_rig_close(struct icmp_rig *g)
+{
+	close(g->r);
+	close(g->e);
+}
+
+/* One unreachable for R; 1 once it is there (poll says POLLERR). */
+static int
+icmp_rig_error(struct icmp_rig *g)
+{
+	struct pollfd pfd = { g->r, POLLIN, 0 };
+
+	(void)sendto(g->e, "x", 1, 0, (struct sockaddr *)&g->b, g->bl);
+	for (int i = 0; i < 200; i++) {
+		if (poll(&pfd, 1, 10) == 1 && (pfd.revents & POLLERR))
+			return 1;
+	}
+	return 0;
+}
+
+static void
+icmp_error_with_a_queue_read_as_data_says_leaves_nothing(int fam)
+{
+	struct icmp_rig g;
+	struct kevent ev;
+	int kq, got = 0, errs = 0;
+	int64_t bytes = 0;
+	char buf[256];
+
+	if (!icmp_rig_open(&g, fam, 200))
+		skip();
+	if (!icmp_rig_error(&g)) {
+		icmp_rig_close(&g);
+		skip();		/* no ICMP error came back here */
+	}
+	kq = t_new_kq();
+	t_change(kq, (uintptr_t)g.r, EVFILT_READ, EV_ADD | EV_CLEAR, 0, 0,
+	    NULL);
+	while (wait_for(kq, (uintptr_t)g.r, EVFILT_READ, &ev, 300)) {
+		int64_t available = ev.data;
+
+		assert_true(ev.data >= g.payload - bytes);
+		while (available > 0) {
+			ssize_t n = recv(g.r, buf, sizeof(buf), 0);
+
+			if (n < 0 && errno == ECONNREFUSED) {
+				errs++;
+				continue;
+			}
+			if (n < 0) {
+				assert_int_equal(errno, EAGAIN);
+				break;
+			}
+			got++;
+			bytes += n;
+			available -= n;
+		}
+	}
+	assert_int_equal(got, 200);
+	assert_int_equal(bytes, g.payload);
+	assert_int_equal(errs, 1);
+	icmp_rig_close(&g);
+	close(kq);
+}
+
+static void
+udp_icmp_error_with_a_queue_read_as_data_says_leaves_nothing(void **state)
+{
+	(void)state;
+	icmp_error_with_a_queue_read_as_data_says_leaves_nothing(AF_INET);
+}
+
+static void
+udp6_icmp_error_with_a_queue_read_as_data_says_leaves_nothing(void **state)
+{
+	(void)state;
+	icmp_error_with_a_queue_read_as_data_says_leaves_nothing(AF_INET6);
+}
+
+/*
+ * Errors that arrive while kevent() counts the queue (a thread makes them
+ * at random moments), below and past 256 datagrams: every one is still
+ * the program's (getsockopt(SO_ERROR) after each), and no count is below
+ * the queue's payload.
+ */
+struct icmp_shot {
+	struct icmp_rig *g;
+	atomic_int go, sent, stop;
+};
+
+static void *
+icmp_shooter(void *arg)
+{
+	struct icmp_shot *s = arg;
+	unsigned int seed = 11;
+
+	while (!atomic_load(&s->stop)) {
+		if (!atomic_exchange(&s->go, 0))
+			continue;
+		usleep((useconds_t)(rand_r(&seed) % 300));
+		(void)sendto(s->g->e, "x", 1, 0, (struct sockaddr *)&s->g->b,
+		    s->g->bl);
+		atomic_store(&s->sent, 1);
+	}
+	return NULL;
+}
+
+static void
+icmp_errors_during_counts(int n)
+{
+	struct icmp_rig g;
+	struct icmp_shot shot;
+	struct timespec zero = { 0, 0 };
+	struct kevent ev;
+	pthread_t t;
+	int kq, lost = 0, under = 0;
+
+	if (!icmp_rig_open(&g, AF_INET, n))
+		skip();
+	if (!icmp_rig_error(&g)) {
+		icmp_rig_close(&g);
+		skip();
+	}
+	{
+		int e = 0;
+		socklen_t el = sizeof(e);
+
+		assert_int_equal(getsockopt(g.r, SOL_SOCKET, SO_ERROR, &e,
+		    &el), 0);	/* the rig's own error, taken */
+	}
+	kq = t_new_kq();
+	t_change(kq, (uintptr_t)g.r, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	shot.g = &g;
+	atomic_store(&shot.go, 0);
+	atomic_store(&shot.stop, 0);
+	assert_int_equal(pthread_create(&t, NULL, icmp_shooter, &shot), 0);
+	for (int round = 0; round < 300; round++) {
+		int e = 0, after = 0;
+		socklen_t el = sizeof(e);
+
+		atomic_store(&shot.sent, 0);
+		atomic_store(&shot.go, 1);
+		/* Counting while the error is on its way, and a little on. */
+		for (int k = 0; k < 2000 && after < 4; k++) {
+			assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &zero), 1);
+			if (ev.data < g.payload)
+				under++;
+			if (atomic_load(&shot.sent))
+				after++;
+		}
+		usleep(500);	/* the error is in by now */
+		assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &zero), 1);
+		if (ev.data < g.payload)
+			under++;
+		assert_int_equal(getsockopt(g.r, SOL_SOCKET, SO_ERROR, &e,
+		    &el), 0);
+		if (e != ECONNREFUSED)
+			lost++;
+	}
+	atomic_store(&shot.stop, 1);
+	pthread_join(t, NULL);
+	if (lost || under)
+		fprintf(stderr, "%d errors lost, %d counts short\n", lost,
+		    under);
+	assert_int_equal(lost, 0);
+	assert_int_equal(under, 0);
+	icmp_rig_close(&g);
+	close(kq);
+}
+
+static void
+icmp_errors_while_kevent_counts_stay_the_programs(void **state)
+{
+	(void)state;
+	icmp_errors_during_counts(200);
+}
+
+static void
+icmp_errors_while_kevent_counts_past_256_stay_the_programs(void **state)
+{
+	(void)state;
+	icmp_errors_during_counts(300);
+}
+
 #ifdef SO_PEEK_OFF
 static void
 udp_data_leaves_the_programs_peek_offset_alone(void **state)
@@ -1083,6 +1349,10 @@ main(void)
 		cmocka_unit_test(process_stopped_or_killed_while_counting_a_shared_socket_stops_no_one),
 		cmocka_unit_test(udp_deep_queue_read_as_data_says_under_ev_clear_leaves_nothing),
 		cmocka_unit_test(unix_dgram_deep_queue_read_as_data_says_under_ev_clear_leaves_nothing),
+		cmocka_unit_test(udp_icmp_error_with_a_queue_read_as_data_says_leaves_nothing),
+		cmocka_unit_test(udp6_icmp_error_with_a_queue_read_as_data_says_leaves_nothing),
+		cmocka_unit_test(icmp_errors_while_kevent_counts_stay_the_programs),
+		cmocka_unit_test(icmp_errors_while_kevent_counts_past_256_stay_the_programs),
 		cmocka_unit_test(connected_udp_socket_readable_by_its_error_still_fails_recv_with_it),
 #ifdef SO_PEEK_OFF
 		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
