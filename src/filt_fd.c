@@ -438,7 +438,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 		kq_xlock_unlock(xw);
 	kq_olock_unlock(lk);
 	if (!ok)
-		return best;
+		count = best;
 	/* Past the cap: more than the payload rather than less (a program
 	   that reads what data says, then waits for the next edge).  The
 	   queue's memory bounds all of it, the part counted included. */
