@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/net_tstamp.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -155,8 +156,8 @@ eventfd_count(int fd, uint64_t *v)
  *   each peek (two system calls a datagram; its queue is short:
  *   net.unix.max_dgram_qlen).
  * The application's own peek offset is put back: -1 unless the program
- * set one in this process (peekoff.c: a value read before the walk may be
- * another process's walk's).
+ * set one on this socket in this process (peekoff.c: a value read before
+ * the walk may be another process's walk's).
  * Linux finds the datagram at an offset by walking the queue from its
  * head, so a walk's time grows as the square of the queue's length (8 ms
  * for 2000 UDP datagrams, 41 ms for 4000: a server whose queue grows
@@ -330,6 +331,34 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end,
 }
 
 /*
+ * Can fd's error queue hold entries (Linux's MSG_ERRQUEUE: IP_RECVERR or
+ * IPV6_RECVERR, transmit timestamps, zero-copy completions)?  Such entries
+ * raise EPOLLERR without an error a read would return, and their memory is
+ * counted in SO_MEMINFO's.  Asked only when EPOLLERR is up.  A timestamp
+ * asked for one send (a control message) is not seen.
+ */
+static int
+dg_errqueue_possible(int fd)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	if (getsockopt(fd, SOL_IP, IP_RECVERR, &v, &len) == 0 && v != 0)
+		return 1;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_IPV6, IPV6_RECVERR, &v, &len) == 0 && v != 0)
+		return 1;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &v, &len) == 0 &&
+	    (v & (SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
+	    SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_ACK)))
+		return 1;
+	len = sizeof(v);
+	return getsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &v, &len) == 0 &&
+	    v != 0;
+}
+
+/*
  * More than the payload of the datagrams past a capped walk: the memory
  * the whole queue takes (each datagram's buffer holds its payload and
  * more), or 0 if the kernel will not say.
@@ -421,7 +450,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	 * forked in the middle: the parent's copy of the walk goes on too).
 	 */
 	clean = ok && cur <= total && xheld == 1 && getpid() == pid;
-	if (!clean || !kq_peek_off_used())
+	if (!clean || !kq_peek_off_used(fd))
 		old = -1;
 	(void)dg_set_off(fd, old);
 	/*
@@ -842,20 +871,27 @@ count:
 		if ((n > 0 || !eof) &&
 		    ((k = fd_kind(kq, kn)) == K_DGRAM || k == K_UDGRAM)) {
 			/*
-			 * With EPOLLERR the socket holds an error (a
-			 * connected UDP socket's ICMP port unreachable, an
-			 * AF_UNIX peer gone), which any peek would take from
-			 * the program's next recv(): not walked.  Linux's
-			 * recv() returns the error before the datagrams,
-			 * FreeBSD's after them, so a program that reads as
-			 * much as data says must be told more than the head
-			 * (attack helper 37's D3): the queue's memory, which
-			 * bounds its payload (UDP; AF_UNIX has none here).
+			 * With EPOLLERR, unless the socket keeps an error
+			 * queue (below), it holds an error (a connected UDP
+			 * socket's ICMP port unreachable, an AF_UNIX peer
+			 * gone), which any peek would take from the
+			 * program's next recv(): not walked.  Linux's recv()
+			 * returns the error before the datagrams, FreeBSD's
+			 * after them, so a program that reads as much as
+			 * data says must be told more than the head (attack
+			 * helper 37's D3): the queue's memory, which bounds
+			 * its payload (UDP; AF_UNIX has none here).  A socket
+			 * with an error queue (IP_RECVERR, timestamps) may
+			 * hold no error at all, and its queue's memory
+			 * counts entries no recv() reads (helper 38's E1):
+			 * walked as any other.
 			 */
 			if (eof)
 				data = 0;
-			else if (hint & EPOLLERR) {
-				if ((data = dg_rest_bound(fd)) < n)
+			else if ((hint & EPOLLERR) && (k == K_UDGRAM ||
+			    !dg_errqueue_possible(fd))) {
+				if (k == K_UDGRAM ||
+				    (data = dg_rest_bound(fd)) < n)
 					data = n;
 			} else if ((data = dgram_total(kq, fd,
 			    k == K_UDGRAM, n)) < 0)

@@ -781,7 +781,7 @@ int		 fd_anon_name(int fd, char *buf, size_t len);
 int		 kq_sockerr(int fd, int pending);
 void		 kq_sockerr_keep(int fd, int e);
 /* peekoff.c: the program's own use of SO_PEEK_OFF */
-int		 kq_peek_off_used(void);
+int		 kq_peek_off_used(int fd);
 int		 kq_set_peek_off(int fd, int off);
 /* xlock.c: locks shared with fork() children, bounded waits */
 struct xl_slot;

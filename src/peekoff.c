@@ -1,30 +1,110 @@
 /*
- * peekoff.c -- does the program use SO_PEEK_OFF?
+ * peekoff.c -- which sockets' peek offsets did the program set?
  *
  * kq counts a datagram socket's queue by walking it with the socket's peek
  * offset, and then puts back the offset the program had (filt_fd.c).  The
  * offset is the socket's, shared with every process holding it, so the
  * value read before a walk may be another process's walk's, not the
  * program's.  A program written for FreeBSD never sets one (FreeBSD has no
- * SO_PEEK_OFF): then the offset to put back is always -1, whatever was
- * read.  The setsockopt() below takes the C library's place, as close()
- * and getsockopt() do, and notes the first SO_PEEK_OFF the program sets in
- * this process (inherited by its fork children, not by a program it
- * execs); from then on kq puts back what it read.  kq's own settings go
- * straight to the kernel (kq_set_peek_off).
+ * SO_PEEK_OFF): then the offset to put back is -1, whatever was read.  The
+ * setsockopt() below takes the C library's place, as close() and
+ * getsockopt() do, and notes each socket on which the program turns a
+ * peek offset on (a value >= 0), and forgets it when the program turns it
+ * off (-1); kq puts back what it read only on a socket noted here.
+ *
+ * The notes: PO_SLOTS words, (inode << 32) | (number + 1), 0 when free,
+ * lock-free.  A note is the socket's while its number names the same
+ * inode (a later socket on the number is another file; its stale note is
+ * dropped when found).  Past PO_SLOTS sockets every socket counts as
+ * noted (po_many).  A fork child inherits the notes; a program it execs
+ * starts without.  Offsets set without this function (a raw system call,
+ * the C library's own entry point found with dlsym) are not seen, and are
+ * lost at the next count: kevent.2 LINUX NOTES.  kq's own settings go
+ * straight to the kernel (kq_set_peek_off).  Async-signal-safe.
  */
+#include <errno.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kq_int.h"
 
-static _Atomic int peekoff_used;
+#define PO_SLOTS	64
+
+static _Atomic uint64_t po_slot[PO_SLOTS];
+static _Atomic int po_n, po_many;
+
+/* The socket's inode number, or 0 (not a socket, closed). */
+static uint32_t
+po_ino(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	return (uint32_t)st.st_ino ? (uint32_t)st.st_ino : 1;
+}
+
+static void
+po_clear(_Atomic uint64_t *s, uint64_t w)
+{
+	if (atomic_compare_exchange_strong(s, &w, 0))
+		atomic_fetch_sub(&po_n, 1);
+}
+
+static void
+po_forget(int fd)
+{
+	for (int i = 0; i < PO_SLOTS; i++) {
+		uint64_t w = atomic_load(&po_slot[i]);
+
+		if (w != 0 && (uint32_t)w == (uint32_t)fd + 1)
+			po_clear(&po_slot[i], w);
+	}
+}
+
+static void
+po_note(int fd)
+{
+	uint32_t ino = po_ino(fd);
+	uint64_t w = (uint64_t)ino << 32 | ((uint32_t)fd + 1), z;
+
+	if (ino == 0)
+		return;
+	po_forget(fd);
+	for (int i = 0; i < PO_SLOTS; i++) {
+		z = 0;
+		if (atomic_compare_exchange_strong(&po_slot[i], &z, w)) {
+			atomic_fetch_add(&po_n, 1);
+			return;
+		}
+	}
+	atomic_store(&po_many, 1);
+}
 
 int
-kq_peek_off_used(void)
+kq_peek_off_used(int fd)
 {
-	return atomic_load_explicit(&peekoff_used, memory_order_relaxed);
+	uint32_t ino = 0;
+
+	if (atomic_load_explicit(&po_many, memory_order_relaxed))
+		return 1;
+	if (atomic_load_explicit(&po_n, memory_order_relaxed) == 0)
+		return 0;
+	for (int i = 0; i < PO_SLOTS; i++) {
+		uint64_t w = atomic_load(&po_slot[i]);
+
+		if (w == 0 || (uint32_t)w != (uint32_t)fd + 1)
+			continue;
+		if (ino == 0)
+			ino = po_ino(fd);
+		if ((uint32_t)(w >> 32) == ino)
+			return 1;
+		po_clear(&po_slot[i], w);	/* its socket is gone */
+	}
+	return 0;
 }
 
 int
@@ -37,10 +117,17 @@ kq_set_peek_off(int fd, int off)
 KQ_EXPORT int
 setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	int r = (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+	int r = (int)syscall(SYS_setsockopt, fd, level, name, val, len), e, v;
 
 	if (__builtin_expect(level == SOL_SOCKET && name == SO_PEEK_OFF, 0) &&
-	    r == 0)
-		atomic_store_explicit(&peekoff_used, 1, memory_order_relaxed);
+	    r == 0 && len >= (socklen_t)sizeof(int)) {
+		e = errno;
+		memcpy(&v, val, sizeof(v));	/* val need not be aligned */
+		if (v >= 0)
+			po_note(fd);
+		else
+			po_forget(fd);
+		errno = e;
+	}
 	return r;
 }

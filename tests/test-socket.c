@@ -17,7 +17,11 @@
 #include <stdatomic.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#ifdef __linux__
+#include <linux/net_tstamp.h>
+#endif
 
 #include "helpers.h"
 
@@ -1312,6 +1316,84 @@ udp_data_leaves_the_programs_peek_offset_alone(void **state)
 	dg_close(&p);
 	close(kq);
 }
+
+/*
+ * A peek offset the program set on one socket is that socket's: another
+ * socket's offset, left on by someone else (another process's count of a
+ * socket they share; here set behind libkq's back, by the raw system
+ * call), is not taken for the program's and kept by a count -- MSG_PEEK
+ * then looks at the head, as on FreeBSD, which has no peek offset.
+ */
+static void
+peek_offset_set_on_another_socket_is_not_kept_on_this_one(void **state)
+{
+	struct dgpair p, other;
+	int kq = t_new_kq(), off = 5, stray = 8;
+	struct kevent ev;
+	char buf[64], again[64];
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	assert_int_equal(dg_open(&other, AF_INET, SOCK_DGRAM, 0), 1);
+	assert_int_equal(setsockopt(other.rx, SOL_SOCKET, SO_PEEK_OFF, &off,
+	    sizeof(off)), 0);
+	(void)dg_send(&p, 3);	/* 1, 8, 15 bytes */
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	dg_settle(kq, &p, 24);
+	assert_int_equal(syscall(SYS_setsockopt, p.rx, SOL_SOCKET,
+	    SO_PEEK_OFF, &stray, (socklen_t)sizeof(stray)), 0);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 24);
+	assert_int_equal(recv(p.rx, buf, sizeof(buf), MSG_PEEK), 1);
+	assert_int_equal(recv(p.rx, again, sizeof(again), MSG_PEEK), 1);
+	dg_close(&p);
+	dg_close(&other);
+	close(kq);
+}
+#endif
+
+#ifdef SO_TIMESTAMPING
+/*
+ * A UDP socket that asks for transmit timestamps (Linux's error queue,
+ * which raises EPOLLERR without an error any read returns) still counts
+ * its queue: data is every queued datagram's payload.
+ */
+static void
+udp_socket_with_transmit_timestamps_counts_its_whole_queue(void **state)
+{
+	struct dgpair p;
+	int kq = t_new_kq(), ts = SOF_TIMESTAMPING_TX_SOFTWARE |
+	    SOF_TIMESTAMPING_SOFTWARE;
+	struct pollfd pfd;
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 1), 1);
+	if (setsockopt(p.rx, SOL_SOCKET, SO_TIMESTAMPING, &ts,
+	    sizeof(ts)) != 0) {
+		dg_close(&p);
+		close(kq);
+		skip();
+	}
+	/* rx sends one datagram to tx: its timestamp joins rx's error
+	   queue. */
+	assert_int_equal(send(p.rx, "t", 1, 0), 1);
+	pfd.fd = p.rx;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 1000) != 1 || !(pfd.revents & POLLERR)) {
+		dg_close(&p);
+		close(kq);
+		skip();		/* no timestamp came */
+	}
+	(void)dg_send(&p, 3);	/* 1, 8, 15 bytes */
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	dg_settle(kq, &p, 24);
+	ev = t_expect_one(kq);
+	assert_int_equal(ev.data, 24);
+	dg_close(&p);
+	close(kq);
+}
 #endif
 
 int
@@ -1356,6 +1438,10 @@ main(void)
 		cmocka_unit_test(connected_udp_socket_readable_by_its_error_still_fails_recv_with_it),
 #ifdef SO_PEEK_OFF
 		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
+		cmocka_unit_test(peek_offset_set_on_another_socket_is_not_kept_on_this_one),
+#endif
+#ifdef SO_TIMESTAMPING
+		cmocka_unit_test(udp_socket_with_transmit_timestamps_counts_its_whole_queue),
 #endif
 	};
 
