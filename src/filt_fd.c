@@ -379,7 +379,7 @@ static int64_t
 dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 {
 	int old = -1, cur, end, capped, erred, tries = 0, ok, clean, xheld;
-	pid_t pid = getpid();
+	pid_t pid = kq_pid();
 	int64_t best = head;
 	socklen_t len = sizeof(old);
 	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
@@ -449,20 +449,23 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	 * the fork() child of the process that began it (a signal handler
 	 * forked in the middle: the parent's copy of the walk goes on too).
 	 */
-	clean = ok && cur <= total && xheld == 1 && getpid() == pid;
+	clean = ok && cur <= total && xheld == 1 && kq_pid() == pid;
 	if (!clean || !kq_peek_off_used(fd))
 		old = -1;
 	(void)dg_set_off(fd, old);
 	/*
 	 * A read on another thread that loaded the offset before the store
 	 * above writes its own result after it (Linux updates the offset
-	 * without a lock): put -1 back once more if so.
+	 * without a lock): when reads were seen during the walk (the offset
+	 * came back below the total), put -1 back once more if so.
 	 */
-	cur = 0;
-	len = sizeof(cur);
-	if (old < 0 && getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &cur, &len) ==
-	    0 && cur >= 0)
-		(void)dg_set_off(fd, -1);
+	if (old < 0 && ok && cur < total) {
+		cur = 0;
+		len = sizeof(cur);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &cur, &len) == 0 &&
+		    cur >= 0)
+			(void)dg_set_off(fd, -1);
+	}
 	if (xheld)
 		kq_xlock_unlock(xw);
 	kq_olock_unlock(lk);

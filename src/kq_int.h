@@ -783,6 +783,7 @@ void		 kq_sockerr_keep(int fd, int e);
 /* peekoff.c: the program's own use of SO_PEEK_OFF */
 int		 kq_peek_off_used(int fd);
 int		 kq_set_peek_off(int fd, int off);
+pid_t		 kq_pid(void);			/* registry.c */
 /* xlock.c: locks shared with fork() children, bounded waits */
 struct xl_slot;
 struct xl_slot	*kq_xlock_slot(unsigned int key);

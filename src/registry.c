@@ -152,6 +152,18 @@ reg_init(void)
 }
 
 /*
+ * This process's pid without a system call: reg_pid, which the fork
+ * handler sets in a child (a vfork() child, sharing its parent's memory,
+ * reads its parent's; so does the child of a fork made without the
+ * handlers until kq_vforked() looks).  For xlock.c's words.
+ */
+pid_t
+kq_pid(void)
+{
+	return atomic_load_explicit(&reg_pid, memory_order_relaxed);
+}
+
+/*
  * Is this a vfork() child?  Its memory is its parent's, kqueues included,
  * and the parent's epoll sets are shared with it, so close() and its kin
  * must not touch them.  A pid other than reg_pid with the same memory

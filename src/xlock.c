@@ -32,7 +32,10 @@
  *     word another's and leaves it.
  *   - kq_xlock_unlock releases the word only if this process holds it: a
  *     fork() child of a thread interrupted while holding one (by a signal
- *     handler that forked) leaves the parent's hold alone.
+ *     handler that forked) leaves the parent's hold alone.  The pid is
+ *     kq_pid()'s (no system call), which a child of a fork made without
+ *     the fork handlers (_Fork) learns late: such a child may take its
+ *     parent's hold for its own.
  *   - Async-signal-safe; allocates nothing.  Without the mapping (mmap
  *     failed) every lock succeeds at once, holding nothing.
  */
@@ -102,7 +105,7 @@ xl_took(struct xl_slot *x)
 int
 kq_xlock_lock(struct xl_slot *x, int64_t ns)
 {
-	uint32_t me = (uint32_t)getpid(), c = 0, slept = 0, now;
+	uint32_t me = (uint32_t)kq_pid(), c = 0, slept = 0, now;
 	int64_t end, rest;
 	struct timespec slice;
 	int e = errno, back = 0, got = 0;
@@ -160,7 +163,7 @@ kq_xlock_unlock(struct xl_slot *x)
 
 	if (x == NULL)
 		return;
-	me = (uint32_t)getpid();
+	me = (uint32_t)kq_pid();
 	c = me;
 	n = atomic_load(&x->waiters);
 	if (atomic_compare_exchange_strong_explicit(&x->word, &c,
