@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "kq_int.h"
 #include "fdreg.h"
@@ -223,6 +224,35 @@ kq_dgram_atfork_child(void)
 			atomic_store(&dg_stripe[i], 0);
 }
 
+/*
+ * The program's setsockopt(SO_PEEK_OFF) (peekoff.c), under the locks a
+ * count holds, so that a count on another thread (or in a fork-related
+ * process, under the same number) does not put back the offset it read
+ * before the program's (attack helper 39's F4).  Not from a handler that
+ * interrupted its thread's own count (the stripe is its): as it comes.
+ */
+int
+kq_dgram_set_peek_off(int fd, const void *val, socklen_t len)
+{
+	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+	struct xl_slot *xw = kq_xlock_slot((unsigned int)fd);
+	int r, e, xheld, locked = 0;
+
+	if (fd >= 0 && !kq_olock_mine(lk) && (kq_tls.owned == 0 ?
+	    (kq_olock_lock(lk), 1) : kq_olock_trylock(lk)))
+		locked = 1;
+	xheld = locked ? kq_xlock_lock(xw, DG_XWAIT_NS) : 0;
+	r = (int)syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, val,
+	    len);
+	e = errno;
+	if (xheld)
+		kq_xlock_unlock(xw);
+	if (locked)
+		kq_olock_unlock(lk);
+	errno = e;
+	return r;
+}
+
 static int
 dg_set_off(int fd, int off)
 {
@@ -331,24 +361,20 @@ dgram_walk(struct kqueue *kq, int fd, int unix_domain, int *end,
 }
 
 /*
- * Can fd's error queue hold entries (Linux's MSG_ERRQUEUE: IP_RECVERR or
- * IPV6_RECVERR, transmit timestamps, zero-copy completions)?  Such entries
- * raise EPOLLERR without an error a read would return, and their memory is
- * counted in SO_MEMINFO's.  Asked only when EPOLLERR is up.  A timestamp
- * asked for one send (a control message) is not seen.
+ * Can fd's error queue hold entries that come without an error (transmit
+ * timestamps, zero-copy completions)?  They raise EPOLLERR with nothing a
+ * read returns, so such a socket is walked as any other.  IP_RECVERR and
+ * IPV6_RECVERR queue an ICMP error's details and set the socket's error
+ * as well (attack helper 39's F1): not here.  Asked only when EPOLLERR is
+ * up.  A timestamp asked for one send (a control message) is not seen
+ * (kevent.2 LINUX NOTES).
  */
 static int
-dg_errqueue_possible(int fd)
+dg_errqueue_quiet(int fd)
 {
 	int v = 0;
 	socklen_t len = sizeof(v);
 
-	if (getsockopt(fd, SOL_IP, IP_RECVERR, &v, &len) == 0 && v != 0)
-		return 1;
-	len = sizeof(v);
-	if (getsockopt(fd, SOL_IPV6, IPV6_RECVERR, &v, &len) == 0 && v != 0)
-		return 1;
-	len = sizeof(v);
 	if (getsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &v, &len) == 0 &&
 	    (v & (SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
 	    SOF_TIMESTAMPING_TX_SCHED | SOF_TIMESTAMPING_TX_ACK)))
@@ -883,16 +909,17 @@ count:
 			 * after them, so a program that reads as much as
 			 * data says must be told more than the head (attack
 			 * helper 37's D3): the queue's memory, which bounds
-			 * its payload (UDP; AF_UNIX has none here).  A socket
-			 * with an error queue (IP_RECVERR, timestamps) may
-			 * hold no error at all, and its queue's memory
-			 * counts entries no recv() reads (helper 38's E1):
-			 * walked as any other.
+			 * its payload (UDP; AF_UNIX has none here; with
+			 * IP_RECVERR, its error queue's entries too).  A
+			 * socket asking for transmit timestamps or zero-copy
+			 * completions may hold no error at all, and its
+			 * queue's memory counts entries no recv() reads
+			 * (helper 38's E1): walked as any other.
 			 */
 			if (eof)
 				data = 0;
 			else if ((hint & EPOLLERR) && (k == K_UDGRAM ||
-			    !dg_errqueue_possible(fd))) {
+			    !dg_errqueue_quiet(fd))) {
 				if (k == K_UDGRAM ||
 				    (data = dg_rest_bound(fd)) < n)
 					data = n;

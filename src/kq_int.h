@@ -553,6 +553,8 @@ kq_in_lock(void)
  * in a fork() child.
  */
 void		 kq_dgram_atfork_child(void);	/* filt_fd.c */
+int		 kq_dgram_set_peek_off(int fd, const void *val,
+		     socklen_t len);			/* filt_fd.c */
 uint32_t	 kq_olock_token(void);
 void		 kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c);
 int		 kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns);

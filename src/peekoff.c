@@ -13,12 +13,16 @@
  * off (-1); kq puts back what it read only on a socket noted here.
  *
  * The notes: PO_SLOTS words, (inode << 32) | (number + 1), 0 when free,
- * lock-free.  A note is the socket's while its number names the same
- * inode (a later socket on the number is another file; its stale note is
- * dropped when found).  Past PO_SLOTS sockets every socket counts as
- * noted (po_many).  A fork child inherits the notes; a program it execs
- * starts without.  Offsets set without this function (a raw system call,
- * the C library's own entry point found with dlsym) are not seen, and are
+ * lock-free.  A note names the socket by its inode, so a dup() of it under
+ * another number finds it too (attack helper 39's F3); the number is kept
+ * to tell a note whose socket is gone (closed, or its number another
+ * file's), dropped when the notes are full.  Past PO_SLOTS live sockets
+ * every socket counts as noted (po_many).  A fork child inherits the
+ * notes; a program it execs starts without.  The program's setting is
+ * made under the locks of kq's count (kq_dgram_set_peek_off), so that a
+ * count on another thread does not put back the value it read before.
+ * Offsets set without this function (a raw system call, the C library's
+ * own entry point found with dlsym) are not seen, and are
  * lost at the next count: kevent.2 LINUX NOTES.  kq's own settings go
  * straight to the kernel (kq_set_peek_off).  Async-signal-safe.
  */
@@ -54,15 +58,34 @@ po_clear(_Atomic uint64_t *s, uint64_t w)
 		atomic_fetch_sub(&po_n, 1);
 }
 
+/* Forget every note of inode ino (0: none). */
 static void
-po_forget(int fd)
+po_forget(uint32_t ino)
 {
+	for (int i = 0; i < PO_SLOTS && ino != 0; i++) {
+		uint64_t w = atomic_load(&po_slot[i]);
+
+		if (w != 0 && (uint32_t)(w >> 32) == ino)
+			po_clear(&po_slot[i], w);
+	}
+}
+
+/* Drop the notes whose socket is gone: 1 if any was. */
+static int
+po_sweep(void)
+{
+	int dropped = 0;
+
 	for (int i = 0; i < PO_SLOTS; i++) {
 		uint64_t w = atomic_load(&po_slot[i]);
 
-		if (w != 0 && (uint32_t)w == (uint32_t)fd + 1)
+		if (w != 0 && po_ino((int)(uint32_t)w - 1) !=
+		    (uint32_t)(w >> 32)) {
 			po_clear(&po_slot[i], w);
+			dropped = 1;
+		}
 	}
+	return dropped;
 }
 
 static void
@@ -73,36 +96,35 @@ po_note(int fd)
 
 	if (ino == 0)
 		return;
-	po_forget(fd);
-	for (int i = 0; i < PO_SLOTS; i++) {
-		z = 0;
-		if (atomic_compare_exchange_strong(&po_slot[i], &z, w)) {
-			atomic_fetch_add(&po_n, 1);
-			return;
+	po_forget(ino);
+	do {
+		for (int i = 0; i < PO_SLOTS; i++) {
+			z = 0;
+			if (atomic_compare_exchange_strong(&po_slot[i], &z,
+			    w)) {
+				atomic_fetch_add(&po_n, 1);
+				return;
+			}
 		}
-	}
+	} while (po_sweep());
 	atomic_store(&po_many, 1);
 }
 
 int
 kq_peek_off_used(int fd)
 {
-	uint32_t ino = 0;
+	uint32_t ino;
 
 	if (atomic_load_explicit(&po_many, memory_order_relaxed))
 		return 1;
-	if (atomic_load_explicit(&po_n, memory_order_relaxed) == 0)
+	if (atomic_load_explicit(&po_n, memory_order_relaxed) == 0 ||
+	    (ino = po_ino(fd)) == 0)
 		return 0;
 	for (int i = 0; i < PO_SLOTS; i++) {
 		uint64_t w = atomic_load(&po_slot[i]);
 
-		if (w == 0 || (uint32_t)w != (uint32_t)fd + 1)
-			continue;
-		if (ino == 0)
-			ino = po_ino(fd);
-		if ((uint32_t)(w >> 32) == ino)
+		if (w != 0 && (uint32_t)(w >> 32) == ino)
 			return 1;
-		po_clear(&po_slot[i], w);	/* its socket is gone */
 	}
 	return 0;
 }
@@ -117,17 +139,20 @@ kq_set_peek_off(int fd, int off)
 KQ_EXPORT int
 setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	int r = (int)syscall(SYS_setsockopt, fd, level, name, val, len), e, v;
+	int r, e, v;
 
-	if (__builtin_expect(level == SOL_SOCKET && name == SO_PEEK_OFF, 0) &&
-	    r == 0 && len >= (socklen_t)sizeof(int)) {
-		e = errno;
-		memcpy(&v, val, sizeof(v));	/* val need not be aligned */
-		if (v >= 0)
-			po_note(fd);
-		else
-			po_forget(fd);
-		errno = e;
-	}
+	if (__builtin_expect(level != SOL_SOCKET || name != SO_PEEK_OFF, 1) ||
+	    val == NULL || len < (socklen_t)sizeof(int))
+		return (int)syscall(SYS_setsockopt, fd, level, name, val, len);
+	memcpy(&v, val, sizeof(v));	/* val need not be aligned */
+	/* Noted before it is set: a count that comes between puts back
+	   what it read, and the setting follows it. */
+	if (v >= 0)
+		po_note(fd);
+	r = kq_dgram_set_peek_off(fd, val, len);
+	e = errno;
+	if (r != 0 || v < 0)
+		po_forget(po_ino(fd));
+	errno = e;
 	return r;
 }

@@ -1350,6 +1350,112 @@ peek_offset_set_on_another_socket_is_not_kept_on_this_one(void **state)
 	dg_close(&other);
 	close(kq);
 }
+
+/*
+ * The program's own peek offset is the socket's, whatever number the
+ * socket is watched under: kept across a count of a dup() of it.  And a
+ * setting made while another thread's kevent() counts the socket is not
+ * undone by that count.
+ */
+static void
+peek_offset_the_program_set_is_kept_when_a_dup_is_watched(void **state)
+{
+	struct dgpair p;
+	int kq = t_new_kq(), off = 1, v = -2, d;
+	socklen_t len = sizeof(v);
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	d = dup(p.rx);
+	assert_true(d >= 0);
+	(void)dg_send(&p, 3);	/* 1, 8, 15 bytes */
+	assert_int_equal(setsockopt(p.rx, SOL_SOCKET, SO_PEEK_OFF, &off,
+	    sizeof(off)), 0);
+	t_change(kq, (uintptr_t)d, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	for (int i = 0; i < 200; i++)	/* the three datagrams are in */
+		if (wait_for(kq, (uintptr_t)d, EVFILT_READ, &ev, 10) &&
+		    ev.data == 24)
+			break;
+	assert_int_equal(ev.data, 24);
+	assert_int_equal(getsockopt(p.rx, SOL_SOCKET, SO_PEEK_OFF, &v, &len),
+	    0);
+	assert_int_equal(v, 1);
+	close(d);
+	dg_close(&p);
+	close(kq);
+}
+
+struct po_counter {
+	int kq;
+	atomic_int stop, pause, paused;
+};
+
+/* Counts the socket until stopped; sits out while paused. */
+static void *
+po_count(void *arg)
+{
+	struct po_counter *c = arg;
+	struct timespec zero = { 0, 0 };
+	struct kevent ev;
+
+	while (!atomic_load(&c->stop)) {
+		if (atomic_load(&c->pause)) {
+			atomic_store(&c->paused, 1);
+			continue;
+		}
+		atomic_store(&c->paused, 0);
+		(void)kevent(c->kq, NULL, 0, &ev, 1, &zero);
+	}
+	return NULL;
+}
+
+/*
+ * Each setting is made while the other thread counts; the offset is
+ * looked at once that thread sits out (during a count it is the count's:
+ * kevent.2 LINUX NOTES).
+ */
+static void
+peek_offset_set_while_another_thread_counts_is_kept(void **state)
+{
+	struct dgpair p;
+	struct po_counter c;
+	pthread_t t;
+	int lost = 0;
+
+	(void)state;
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	(void)dg_send(&p, 40);
+	c.kq = t_new_kq();
+	atomic_store(&c.stop, 0);
+	atomic_store(&c.pause, 0);
+	atomic_store(&c.paused, 0);
+	t_change(c.kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(pthread_create(&t, NULL, po_count, &c), 0);
+	for (int i = 0; i < 300; i++) {
+		int want = (i & 1) ? -1 : 0, v = -2;
+		socklen_t len = sizeof(v);
+
+		atomic_store(&c.pause, 0);
+		while (atomic_load(&c.paused))
+			;
+		usleep((useconds_t)(i % 7) * 20);
+		assert_int_equal(setsockopt(p.rx, SOL_SOCKET, SO_PEEK_OFF,
+		    &want, sizeof(want)), 0);
+		atomic_store(&c.pause, 1);
+		while (!atomic_load(&c.paused))
+			;
+		assert_int_equal(getsockopt(p.rx, SOL_SOCKET, SO_PEEK_OFF,
+		    &v, &len), 0);
+		if (v != want)
+			lost++;
+	}
+	atomic_store(&c.stop, 1);
+	pthread_join(t, NULL);
+	assert_int_equal(lost, 0);
+	dg_close(&p);
+	close(c.kq);
+}
 #endif
 
 #ifdef SO_TIMESTAMPING
@@ -1392,6 +1498,47 @@ udp_socket_with_transmit_timestamps_counts_its_whole_queue(void **state)
 	ev = t_expect_one(kq);
 	assert_int_equal(ev.data, 24);
 	dg_close(&p);
+	close(kq);
+}
+#endif
+
+#ifdef IP_RECVERR
+/*
+ * A UDP socket that asks for its ICMP errors' details (IP_RECVERR, which
+ * sets the socket's error as well) still fails its next recv() with the
+ * error once EVFILT_READ reported it: reporting the event does not take
+ * it (FreeBSD has no IP_RECVERR; its so_error stays for the program).
+ */
+static void
+udp_socket_with_ip_recverr_still_fails_recv_with_its_error(void **state)
+{
+	struct sockaddr_in sin = dead_port();
+	int kq = t_new_kq(), u = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+	struct pollfd pfd;
+	struct kevent ev;
+	char c;
+
+	(void)state;
+	assert_true(u >= 0);
+	assert_int_equal(setsockopt(u, SOL_IP, IP_RECVERR, &one, sizeof(one)),
+	    0);
+	assert_int_equal(connect(u, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	set_nonblock(u);
+	assert_int_equal(send(u, "x", 1, 0), 1);
+	pfd.fd = u;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 2000) != 1 || !(pfd.revents & POLLERR)) {
+		close(u);
+		close(kq);
+		skip();
+	}
+	t_change(kq, (uintptr_t)u, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	assert_int_equal(wait_for(kq, (uintptr_t)u, EVFILT_READ, &ev, 1000), 1);
+	errno = 0;
+	assert_int_equal(recv(u, &c, 1, 0), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	close(u);
 	close(kq);
 }
 #endif
@@ -1439,9 +1586,14 @@ main(void)
 #ifdef SO_PEEK_OFF
 		cmocka_unit_test(udp_data_leaves_the_programs_peek_offset_alone),
 		cmocka_unit_test(peek_offset_set_on_another_socket_is_not_kept_on_this_one),
+		cmocka_unit_test(peek_offset_the_program_set_is_kept_when_a_dup_is_watched),
+		cmocka_unit_test(peek_offset_set_while_another_thread_counts_is_kept),
 #endif
 #ifdef SO_TIMESTAMPING
 		cmocka_unit_test(udp_socket_with_transmit_timestamps_counts_its_whole_queue),
+#endif
+#ifdef IP_RECVERR
+		cmocka_unit_test(udp_socket_with_ip_recverr_still_fails_recv_with_its_error),
 #endif
 	};
 
