@@ -1,5 +1,5 @@
 /*
- * xlock.c -- locks shared with fork() children: one page of futex words
+ * xlock.c -- locks shared with fork() children: 8 KiB of futex slots
  * mapped MAP_SHARED when libkq is loaded, so that a process and every
  * child it forks afterwards (and theirs) see the same words.
  *
@@ -49,7 +49,7 @@
 
 #include "kq_int.h"
 
-#define XL_SLOTS	512		/* one page of slots */
+#define XL_SLOTS	512		/* 16 bytes each: two pages */
 #define XL_PID		0x3fffffffu	/* pid_max <= 2^22 */
 #define XL_HANDOFF	0x40000000u
 #define XL_SLICE_NS	200000		/* a sleep between looks at a holder */
