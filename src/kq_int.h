@@ -782,6 +782,7 @@ int		 fd_anon_name(int fd, char *buf, size_t len);
    application's getsockopt(SO_ERROR). */
 int		 kq_sockerr(int fd, int pending);
 void		 kq_sockerr_keep(int fd, int e);
+uint32_t	 kq_sock_ino(int fd);
 /* peekoff.c: the program's own use of SO_PEEK_OFF */
 int		 kq_peek_off_used(int fd);
 int		 kq_set_peek_off(int fd, int off);

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,17 +38,6 @@
 
 static _Atomic uint64_t po_slot[PO_SLOTS];
 static _Atomic int po_n, po_many;
-
-/* The socket's inode number, or 0 (not a socket, closed). */
-static uint32_t
-po_ino(int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode))
-		return 0;
-	return (uint32_t)st.st_ino ? (uint32_t)st.st_ino : 1;
-}
 
 static void
 po_clear(_Atomic uint64_t *s, uint64_t w)
@@ -79,7 +67,7 @@ po_sweep(void)
 	for (int i = 0; i < PO_SLOTS; i++) {
 		uint64_t w = atomic_load(&po_slot[i]);
 
-		if (w != 0 && po_ino((int)(uint32_t)w - 1) !=
+		if (w != 0 && kq_sock_ino((int)(uint32_t)w - 1) !=
 		    (uint32_t)(w >> 32)) {
 			po_clear(&po_slot[i], w);
 			dropped = 1;
@@ -91,7 +79,7 @@ po_sweep(void)
 static void
 po_note(int fd)
 {
-	uint32_t ino = po_ino(fd);
+	uint32_t ino = kq_sock_ino(fd);
 	uint64_t w = (uint64_t)ino << 32 | ((uint32_t)fd + 1), z;
 
 	if (ino == 0)
@@ -118,7 +106,7 @@ kq_peek_off_used(int fd)
 	if (atomic_load_explicit(&po_many, memory_order_relaxed))
 		return 1;
 	if (atomic_load_explicit(&po_n, memory_order_relaxed) == 0 ||
-	    (ino = po_ino(fd)) == 0)
+	    (ino = kq_sock_ino(fd)) == 0)
 		return 0;
 	for (int i = 0; i < PO_SLOTS; i++) {
 		uint64_t w = atomic_load(&po_slot[i]);
@@ -152,7 +140,7 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	r = kq_dgram_set_peek_off(fd, val, len);
 	e = errno;
 	if (r != 0 || v < 0)
-		po_forget(po_ino(fd));
+		po_forget(kq_sock_ino(fd));
 	errno = e;
 	return r;
 }

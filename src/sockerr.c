@@ -63,9 +63,12 @@ se_slot(int fd, int create)
 	return &chunk[fd & (SE_CHUNK - 1)];
 }
 
-/* The socket's inode number (its identity while it is open), or 0. */
-static uint32_t
-se_ino(int fd)
+/*
+ * The socket's inode number (its identity while it is open), or 0 (not a
+ * socket, closed).  Also peekoff.c's.
+ */
+uint32_t
+kq_sock_ino(int fd)
 {
 	struct stat st;
 
@@ -105,7 +108,7 @@ se_peek(int fd, int take)
 	    (s = se_slot(fd, 0)) == NULL ||
 	    (w = atomic_load_explicit(s, memory_order_acquire)) == 0)
 		return 0;
-	if ((uint32_t)(w >> 32) != se_ino(fd)) {
+	if ((uint32_t)(w >> 32) != kq_sock_ino(fd)) {
 		se_clear(s, w);		/* its socket is gone */
 		return 0;
 	}
@@ -125,7 +128,7 @@ kq_sockerr_keep(int fd, int e)
 	uint64_t w, old;
 	uint32_t ino;
 
-	if (e <= 0 || (ino = se_ino(fd)) == 0 || (s = se_slot(fd, 1)) == NULL)
+	if (e <= 0 || (ino = kq_sock_ino(fd)) == 0 || (s = se_slot(fd, 1)) == NULL)
 		return;
 	w = (uint64_t)ino << 32 | (uint32_t)e;
 	old = atomic_exchange_explicit(s, w, memory_order_acq_rel);
