@@ -225,6 +225,41 @@ kq_dgram_atfork_child(void)
 }
 
 /*
+ * Take what a walk of fd's queue, or a change of its peek offset, holds:
+ * the stripe lock of fd's number (threads of this process) and the shared
+ * word (xlock.c: fork-related processes).  block: wait for the stripe;
+ * else only try it (a caller holding others of kq's locks must not wait
+ * for a thread that may wait for them).  xwait: the longest wait for the
+ * word, 0 for none.  Returns 0, having taken nothing, when this thread
+ * holds the stripe already (a signal handler that interrupted its own
+ * walk) or the try failed; else 1, with *xheld kq_xlock_lock's answer
+ * (0: going on without the word).  Release with dg_unlock(fd, *xheld).
+ */
+static int
+dg_lock(int fd, int block, int64_t xwait, int *xheld)
+{
+	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+
+	*xheld = 0;
+	if (kq_olock_mine(lk))
+		return 0;
+	if (block)
+		kq_olock_lock(lk);
+	else if (!kq_olock_trylock(lk))
+		return 0;
+	*xheld = kq_xlock_lock(kq_xlock_slot((unsigned int)fd), xwait);
+	return 1;
+}
+
+static void
+dg_unlock(int fd, int xheld)
+{
+	if (xheld)
+		kq_xlock_unlock(kq_xlock_slot((unsigned int)fd));
+	kq_olock_unlock(&dg_stripe[(unsigned int)fd % DG_STRIPES]);
+}
+
+/*
  * The program's setsockopt(SO_PEEK_OFF) (peekoff.c), under the locks a
  * count holds, so that a count on another thread (or in a fork-related
  * process, under the same number) does not put back the offset it read
@@ -234,21 +269,15 @@ kq_dgram_atfork_child(void)
 int
 kq_dgram_set_peek_off(int fd, const void *val, socklen_t len)
 {
-	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
-	struct xl_slot *xw = kq_xlock_slot((unsigned int)fd);
-	int r, e, xheld, locked = 0;
+	int r, e, xheld = 0, locked;
 
-	if (fd >= 0 && !kq_olock_mine(lk) && (kq_tls.owned == 0 ?
-	    (kq_olock_lock(lk), 1) : kq_olock_trylock(lk)))
-		locked = 1;
-	xheld = locked ? kq_xlock_lock(xw, DG_XWAIT_NS) : 0;
+	locked = fd >= 0 && dg_lock(fd, kq_tls.owned == 0, DG_XWAIT_NS,
+	    &xheld);
 	r = (int)syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, val,
 	    len);
 	e = errno;
-	if (xheld)
-		kq_xlock_unlock(xw);
 	if (locked)
-		kq_olock_unlock(lk);
+		dg_unlock(fd, xheld);
 	errno = e;
 	return r;
 }
@@ -408,8 +437,6 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	pid_t pid = kq_pid();
 	int64_t best = head;
 	socklen_t len = sizeof(old);
-	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
-	struct xl_slot *xw = kq_xlock_slot((unsigned int)fd);
 	int64_t total, count, rest;
 
 	/*
@@ -422,29 +449,19 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 	 * the interrupted code holds (attack helper 25's F2: two threads'
 	 * handlers waited for each other's stripes).
 	 */
-	if (kq_olock_mine(lk))
+	if (__builtin_expect(kq_tls.owned > 1, 0) ?
+	    !dg_lock(fd, 0, 0, &xheld) :
+	    !dg_lock(fd, 1, DG_XWAIT_NS, &xheld))
 		return -1;
-	if (__builtin_expect(kq_tls.owned > 1, 0)) {
-		if (!kq_olock_trylock(lk))
-			return -1;
-		xheld = kq_xlock_lock(xw, 0);
-	} else {
-		kq_olock_lock(lk);
-		xheld = kq_xlock_lock(xw, DG_XWAIT_NS);
-	}
 	/* Read under the locks: before them, it may be another walk's. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &old, &len) != 0) {
-		if (xheld)
-			kq_xlock_unlock(xw);
-		kq_olock_unlock(lk);
+		dg_unlock(fd, xheld);
 		return -1;
 	}
 	do {
 		if ((total = dgram_walk(kq, fd, unix_domain, &end,
 		    &capped, &erred)) < 0) {
-			if (xheld)
-				kq_xlock_unlock(xw);
-			kq_olock_unlock(lk);
+			dg_unlock(fd, xheld);
 			return -1;
 		}
 		cur = -1;
@@ -492,9 +509,7 @@ dgram_total(struct kqueue *kq, int fd, int unix_domain, int head)
 		    cur >= 0)
 			(void)dg_set_off(fd, -1);
 	}
-	if (xheld)
-		kq_xlock_unlock(xw);
-	kq_olock_unlock(lk);
+	dg_unlock(fd, xheld);
 	if (!ok)
 		count = best;
 	/* Past the cap: more than the payload rather than less (a program
