@@ -167,14 +167,18 @@ kq_retire(int fd, const struct kq_closer *c)
 }
 
 /* Drop every knote of kq on number fd, with kq_lock held (FreeBSD's
-   knote_fdclose for one kqueue). */
+   knote_fdclose for one kqueue).  A pending event dropped so no longer
+   makes the kqueue's descriptor readable: the doorbell follows. */
 static void
 kq_drop_number(struct kqueue *kq, int fd)
 {
 	struct knote *kn;
 
+	if (knote_fdchain(kq, fd) == NULL)
+		return;
 	while ((kn = knote_fdchain(kq, fd)) != NULL)
 		(void)knote_drop(kq, kn);
+	kq_bell_update(kq);
 }
 
 /*

@@ -64,6 +64,7 @@ struct kq_inot {
 	int		  in_pwd;
 	uint32_t	  in_pcookie, in_pisdir;
 	int		  in_pending;
+	int		  in_reading;	/* inside kq_inotify_ready */
 	uint64_t	  in_synced;	/* kq_scanid of the last drain + 1 */
 	/* The read buffer (kq_inotify_ready), here rather than on the
 	   stack: it is read during a collection, possibly under another
@@ -252,19 +253,30 @@ watch_narrow(struct kqueue *kq, struct kq_inot *in, struct iwatch *w)
 	}
 }
 
-/* Drop the reference r; remove or narrow its watch. */
+static void kq_inotify_ready(struct kqueue *, struct kqsrc *, uint32_t);
+
+/*
+ * Drop the reference r; remove or narrow its watch.  A watch removed
+ * queues IN_IGNORED, which would leave the kqueue's descriptor readable
+ * with nothing pending (FreeBSD's close or EV_DELETE of a file's last
+ * knote leaves nothing behind): the queue is read at once, unless this
+ * comes from its reading, which goes on to the queue's end anyway.
+ */
 static void
 ref_release(struct kqueue *kq, struct kq_inot *in, struct iref *r)
 {
 	struct iwatch *w = r->r_w;
+	struct kqsrc *src = &kq->kq_src[KQ_SRC_INOTIFY];
 
 	ref_free(in, r);
 	if (w->w_refs == NULL) {
-		if (!kq->kq_dead)
-			(void)inotify_rm_watch(kq->kq_src[KQ_SRC_INOTIFY].ks_fd,
-			    w->w_wd);
+		int removed = !kq->kq_dead &&
+		    inotify_rm_watch(src->ks_fd, w->w_wd) == 0;
+
 		watch_unhash(in, w);
 		kq_free(w);
+		if (removed && !in->in_reading && src->ks_ready != NULL)
+			kq_inotify_ready(kq, src, 0);
 	} else
 		watch_narrow(kq, in, w);
 }
@@ -392,6 +404,8 @@ kq_inotify_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 	ssize_t n;
 
 	(void)events;
+	if (in != NULL)
+		in->in_reading = 1;
 	while ((n = kq_nc_read(src->ks_fd, buf, size)) > 0) {
 		char *p;
 
@@ -404,8 +418,10 @@ kq_inotify_ready(struct kqueue *kq, struct kqsrc *src, uint32_t events)
 			p += sizeof(*ie) + ie->len;
 		}
 	}
-	if (in != NULL)
+	if (in != NULL) {
 		flush_pending(kq, in);
+		in->in_reading = 0;
+	}
 }
 
 /*

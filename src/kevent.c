@@ -202,8 +202,7 @@ again:
 			knote_unlink(kq, kn, fop->f_isfd);
 			/* f_attach may have queued it (a regular file). */
 			kn->kn_status |= KN_DROPPED;
-			if (!(kn->kn_status & KN_QUEUED))
-				knote_free(kq, kn);
+			knote_dropped(kq, kn);
 			if (stale) {
 				/*
 				 * The chain belonged to a descriptor that was
@@ -383,20 +382,25 @@ kq_number_proven(struct kqueue *kq, const struct knote *kn)
 static int
 kq_scan_active(struct kqueue *kq, struct kevent *out, int room)
 {
-	int cnt = kq->kq_count, k = 0;
+	int cnt = kq->kq_count + kq->kq_ndrop, k = 0;
 
+	/* cnt bounds the pass (a knote put back goes to the tail); a sweep
+	   on the way (knote_dropped) leaves the list shorter. */
 	while (cnt-- > 0 && k < room) {
 		struct knote *kn = STAILQ_FIRST(&kq->kq_head);
 		const struct filterops *fop;
 		int r;
 
+		if (kn == NULL)
+			break;
 		STAILQ_REMOVE_HEAD(&kq->kq_head, kn_tqe);
-		kq->kq_count--;
 		kn->kn_status &= ~KN_QUEUED;
 		if (kn->kn_status & KN_DROPPED) {
+			kq->kq_ndrop--;
 			knote_free(kq, kn);
 			continue;
 		}
+		kq->kq_count--;
 		if (kn->kn_status & KN_DISABLED)
 			continue;
 		if (kn_delivered(kq, kn)) {

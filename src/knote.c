@@ -263,9 +263,58 @@ knote_drop(struct kqueue *kq, struct knote *kn)
 	kn->kn_status |= KN_DROPPED;
 	if (fop->f_detach != NULL)
 		error = fop->f_detach(kq, kn);
-	if (!(kn->kn_status & KN_QUEUED))
-		knote_free(kq, kn);
+	knote_dropped(kq, kn);
 	return error;
+}
+
+/*
+ * Free kn, unlinked, detached and marked KN_DROPPED: now, or, when it is
+ * on the active list,
+ * once it leaves it.  Either way it no longer counts as pending
+ * (kq_count), as FreeBSD's knote_drop dequeues it: a kqueue whose only
+ * queued knote was deleted before a scan reached it stops polling
+ * readable (kq_bell_update), and so does a port whose alert was cleared
+ * (attack helper 41's defect 1).  The list is a singly linked one, so a
+ * dropped knote stays on it until a scan pops it, or until the dropped
+ * ones outnumber the rest: then knote_sweep takes them all off (a pass
+ * over the list for at least as many drops: the list never grows with
+ * knotes that are gone, on a kqueue nobody collects).  kq_lock held; no
+ * caller holds a pointer into the list across this (kq_scan_active takes
+ * each knote off before it looks at it).
+ */
+static void
+knote_sweep(struct kqueue *kq)
+{
+	int n = kq->kq_count + kq->kq_ndrop;
+	struct knote *kn;
+
+	/* One turn of the list, in order: the dropped go, the rest go back
+	   to the tail. */
+	while (n-- > 0 && (kn = STAILQ_FIRST(&kq->kq_head)) != NULL) {
+		STAILQ_REMOVE_HEAD(&kq->kq_head, kn_tqe);
+		if (kn->kn_status & KN_DROPPED) {
+			kn->kn_status &= ~KN_QUEUED;
+			kq->kq_ndrop--;
+			knote_free(kq, kn);
+		} else
+			STAILQ_INSERT_TAIL(&kq->kq_head, kn, kn_tqe);
+	}
+	KQ_ASSERT(kq->kq_ndrop == 0);
+}
+
+void
+knote_dropped(struct kqueue *kq, struct knote *kn)
+{
+	KQ_ASSERT(kn->kn_status & KN_DROPPED);
+	if (!(kn->kn_status & KN_QUEUED)) {
+		knote_free(kq, kn);
+		return;
+	}
+	kq->kq_count--;
+	kq->kq_ndrop++;
+	KQ_ASSERT(kq->kq_count >= 0);
+	if (kq->kq_ndrop > kq->kq_count)
+		knote_sweep(kq);
 }
 
 /*
@@ -588,6 +637,7 @@ kq_free_all(struct kqueue *kq)
 			knote_free(kq, kn);
 	}
 	kq->kq_count = 0;
+	kq->kq_ndrop = 0;
 	kq_free(kq->kq_fdtab);
 	kq->kq_fdtab = NULL;
 	kq_free(kq->kq_fdseq);

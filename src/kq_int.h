@@ -175,7 +175,8 @@ struct filterops {
 /* knote status bits (kn_status, 16 bits) */
 #define KN_QUEUED	0x01	/* on kq_head */
 #define KN_DISABLED	0x02	/* EV_DISABLE or dispatched */
-#define KN_DROPPED	0x04	/* unlinked; freed when it leaves kq_head */
+#define KN_DROPPED	0x04	/* unlinked; freed when it leaves kq_head
+				   (counted in kq_ndrop, not kq_count) */
 #define KN_ACTIVE	0x08	/* userspace-tracked condition is true */
 #define KN_EMUL		0x10	/* level-triggered on an edge registration */
 #define KN_FIRED	0x20	/* EV_CLEAR EVFILT_EMPTY: reported, waiting
@@ -306,7 +307,11 @@ struct kqueue {
 					   written, closed or otherwise used: they
 					   leak if they were still open */
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
-	int		 kq_count;	/* entries on kq_head (incl. dropped) */
+	int		 kq_count;	/* knotes on kq_head, less the dropped */
+	int		 kq_ndrop;	/* dropped knotes still on kq_head
+					   (knote_drop): freed by the scan
+					   that reaches them, or by a sweep
+					   once they outnumber the rest */
 	int		 kq_bell_rung;	/* the doorbell eventfd is readable (1;
 					   2: and owes a ring, kq_bell_owe) */
 	int		 kq_zombie;	/* an unremovable registration exists:
@@ -643,7 +648,8 @@ void		 kq_bell_ring(struct kqueue *);
 /*
  * The doorbell (knote.c): a private eventfd, created with the kqueue and
  * registered level-triggered in its epoll set.  It is readable exactly
- * while kq_head is non-empty (so pollers of the kqueue descriptor and
+ * while kq_head holds a knote not dropped (kq_count > 0: so pollers of
+ * the kqueue descriptor and
  * threads blocked in epoll_wait see work only userspace knows about), and
  * for good once the kqueue is dead (every sleeper wakes, in turn, and
  * returns EBADF).  It also proves the epoll set is ours (kq_owned).
@@ -819,6 +825,7 @@ int		 knote_link(struct kqueue *, struct knote *, int isfd);
 void		 knote_unlink(struct kqueue *, struct knote *, int isfd);
 void		 knote_enqueue(struct kqueue *, struct knote *);
 int		 knote_drop(struct kqueue *, struct knote *);
+void		 knote_dropped(struct kqueue *, struct knote *);
 void		 knote_drop_fd(struct kqueue *, int fd);
 void		 kq_free_all(struct kqueue *);
 void		 kq_intfd_free(struct kqueue *);

@@ -708,6 +708,38 @@ alert_flags_both_einval_other_sets_events_zero_always_clears(void **state)
 }
 
 /*
+ * A port is readable while events are pending (port_create.3): an alert
+ * set and then cleared before anyone retrieved it leaves nothing pending,
+ * so the port stops polling readable, and a port that watches it
+ * (PORT_SOURCE_FD, POLLIN) gets no event for it.
+ */
+static void
+port_whose_alert_was_cleared_polls_not_readable(void **state)
+{
+	int port = new_port(), outer = new_port();
+	struct pollfd p = { .fd = port, .events = POLLIN };
+	port_event_t pe;
+	struct timespec zero = { 0, 0 };
+
+	(void)state;
+	assert_int_equal(port_associate(outer, PORT_SOURCE_FD,
+	    (uintptr_t)port, POLLIN, NULL), 0);
+	assert_int_equal(port_alert(port, PORT_ALERT_SET, 1, NULL), 0);
+	assert_int_equal(poll(&p, 1, 0), 1);
+	assert_int_equal(port_alert(port, 0, 0, NULL), 0);
+	assert_int_equal(poll(&p, 1, 0), 0);
+	errno = 0;
+	assert_int_equal(port_get(outer, &pe, &zero), -1);
+	assert_int_equal(errno, ETIME);
+	expect_nothing(port);
+	/* The association is still there: an event on port reaches it. */
+	assert_int_equal(port_send(port, 7, NULL), 0);
+	assert_int_equal(port_get(outer, &pe, &zero), 0);
+	assert_int_equal(pe.portev_source, PORT_SOURCE_FD);
+	assert_int_equal(pe.portev_object, (uintptr_t)port);
+}
+
+/*
  * The form with max 0 counts the queue in alert mode too (illumos's
  * portq_nent; the alert is not in the queue).
  */
@@ -1836,6 +1868,7 @@ main(void)
 		T(alert_set_on_alerted_port_replaces_it),
 		T(alert_update_on_alerted_port_gives_ebusy),
 		T(alert_flags_both_einval_other_sets_events_zero_always_clears),
+		T(port_whose_alert_was_cleared_polls_not_readable),
 		T(getn_with_max_zero_counts_the_queue_in_alert_mode),
 		T(getn_waiting_for_more_when_alerted_returns_alert_alone_or_its_events),
 		T(alert_events_zero_leaves_alert_mode_and_keeps_queued_events),

@@ -9,6 +9,7 @@
  */
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -651,6 +652,36 @@ file_data_is_size_minus_offset_level(void **state)
 	rmdir(dir);
 }
 
+/*
+ * Closing a file drops its knotes (FreeBSD's knote_fdclose), pending
+ * events with them: a kqueue whose only pending event was a regular
+ * file's, closed before anyone collected it, no longer polls readable.
+ */
+static void
+closing_a_readable_file_leaves_its_kqueue_not_readable(void **state)
+{
+	char dir[256], path[300];
+	struct pollfd p;
+	int kq, fd;
+
+	(void)state;
+	make_tempdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	fd = make_file(path, 10);
+	assert_true((kq = kqueue()) >= 0);
+	t_change(kq, fd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	p.fd = kq;
+	p.events = POLLIN;
+	p.revents = 0;
+	assert_int_equal(poll(&p, 1, 0), 1);
+	close(fd);
+	assert_int_equal(poll(&p, 1, 0), 0);
+	t_expect_none(kq);
+	close(kq);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* The same with EV_CLEAR: one event per change, append fires it again. */
 static void
 file_append_fires_clear_knote_again(void **state)
@@ -1043,6 +1074,7 @@ main(void)
 		cmocka_unit_test(pipe_eof_only_when_last_writer_closes),
 		cmocka_unit_test(fifo_eof_on_writer_close_and_cleared_by_new_writer),
 		cmocka_unit_test(file_data_is_size_minus_offset_level),
+		cmocka_unit_test(closing_a_readable_file_leaves_its_kqueue_not_readable),
 		cmocka_unit_test(file_append_fires_clear_knote_again),
 		cmocka_unit_test(pty_master_data_is_bytes_written_by_slave),
 		cmocka_unit_test(pty_slave_data_is_bytes_written_by_master),

@@ -17,6 +17,7 @@
 #include "helpers.h"
 
 #include <limits.h>
+#include <poll.h>
 
 static int
 teardown(void **state)
@@ -355,6 +356,55 @@ user_delete_drops_pending_trigger(void **state)
 	t_expect_none(kq);
 }
 
+/*
+ * FreeBSD's knote_drop dequeues a queued knote: a kqueue whose only
+ * pending event was deleted before anyone collected it is no longer
+ * readable (kqueue_poll sees kq_count 0), for poll() and for a kqueue
+ * that watches it.  Each of many knotes so triggered and deleted leaves
+ * nothing behind either.
+ */
+static void
+kqueue_whose_queued_events_were_deleted_polls_not_readable(void **state)
+{
+	struct pollfd p;
+	struct kevent ev;
+	int kq, outer, i;
+
+	(void)state;
+	kq = t_new_kq();
+	outer = t_new_kq();
+	t_change(outer, (uintptr_t)kq, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	t_change(kq, 1, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	trigger(kq, 1, 0, 0);
+	p.fd = kq;
+	p.events = POLLIN;
+	p.revents = 0;
+	assert_int_equal(poll(&p, 1, 0), 1);
+	t_change(kq, 1, EVFILT_USER, EV_DELETE, 0, 0, NULL);
+	assert_int_equal(poll(&p, 1, 0), 0);
+	t_expect_none(outer);
+	for (i = 0; i < 1000; i++) {
+		t_change(kq, (uintptr_t)(100 + i), EVFILT_USER, EV_ADD, 0, 0,
+		    NULL);
+		trigger(kq, (uintptr_t)(100 + i), 0, 0);
+	}
+	for (i = 0; i < 1000; i++) {
+		t_change(kq, (uintptr_t)(100 + i), EVFILT_USER, EV_DELETE, 0,
+		    0, NULL);
+		assert_int_equal(poll(&p, 1, 0), i < 999);
+	}
+	t_expect_none(kq);
+	t_expect_none(outer);
+	/* Still live: a new trigger makes both readable again. */
+	t_change(kq, 2, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	trigger(kq, 2, 0, 0);
+	assert_int_equal(poll(&p, 1, 0), 1);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.ident, (uintptr_t)kq);
+	assert_int_equal(ev.filter, EVFILT_READ);
+	close(outer);
+}
+
 /* ------------------------------------------------------------------ */
 /* Client patterns                                                     */
 
@@ -633,6 +683,7 @@ main(void)
 		T(user_trigger_in_first_add_does_not_fire),
 		T(user_trigger_of_missing_knote_gives_enoent),
 		T(user_delete_drops_pending_trigger),
+		T(kqueue_whose_queued_events_were_deleted_polls_not_readable),
 		T(user_libevent_nginx_wakeup_pattern),
 		T(user_go_wakeup_pattern),
 		T(user_mio_wakeup_pattern_oneshot_on_modify_is_ignored),
