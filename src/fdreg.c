@@ -108,9 +108,14 @@ fdreg_want(struct kqueue *kq, int fd)
 		 * NOTE_LOWAT would report the same data again at once (MOD
 		 * re-evaluates it): such knotes take plain edges, and
 		 * EV_DISPATCH is kq's (the disabled knote ignores them).
+		 * So does EMPTY, whose EPOLLOUT is not its condition: a
+		 * one-shot registration of a socket with unsent data was
+		 * re-armed and fired again at once, and kevent() spun for
+		 * its whole timeout (found by the model's poll check).
 		 */
 		if (!(kn->kn_flags & EV_DISPATCH) ||
-		    (kn->kn_sfflags & NOTE_LOWAT))
+		    (kn->kn_sfflags & NOTE_LOWAT) ||
+		    kn->kn_filter == EVFILT_EMPTY)
 			dispatch = 0;
 		if (kn->kn_filter == KQ_EVFILT_PORTFD)
 			want |= port_fd_interest(kn);	/* port.c */

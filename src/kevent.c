@@ -334,8 +334,15 @@ kq_delivered(struct kqueue *kq, struct knote *kn,
 	} else if (kn->kn_flags & EV_CLEAR) {
 		/* edge-triggered: nothing until new activity */
 	} else if (!fop->f_isfd || kq_epoll_want(kn->kn_filter) == 0 ||
-	    (kn->kn_status & KN_EMUL) || (kn->kn_reg & R_NOPOLL)) {
-		/* Level-triggered and tracked here: look again next scan. */
+	    (kn->kn_status & KN_EMUL) || (kn->kn_reg & R_NOPOLL) ||
+	    kn->kn_filter == EVFILT_EMPTY) {
+		/*
+		 * Level-triggered and tracked here: look again next scan.
+		 * EMPTY too: its registration is edge-triggered (the empty
+		 * state is the scan's SIOCOUTQ), and a knote that is still
+		 * true keeps the kqueue readable, as FreeBSD's kqueue_scan
+		 * re-queues it.
+		 */
 		knote_enqueue(kq, kn);
 	}
 }

@@ -7,7 +7,9 @@
  */
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <poll.h>
 #include <signal.h>
+#include <time.h>
 
 #include "helpers.h"
 
@@ -410,6 +412,86 @@ empty_fires_at_once_on_idle_connected_socket(void **state)
 	close(kq);
 	close(c);
 	close(s);
+}
+
+/*
+ * A level-triggered EMPTY knote that stays true stays pending (FreeBSD's
+ * scan re-queues it): its kqueue keeps polling readable after each
+ * report, and a kqueue that watches it sees it, as a zero-timeout
+ * kevent() keeps returning it.
+ */
+static void
+empty_knote_still_true_keeps_its_kqueue_readable(void **state)
+{
+	int kq, outer, s[2];
+	struct pollfd p;
+	struct kevent ev;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, s), 0);
+	assert_true((kq = kqueue()) >= 0);
+	assert_true((outer = kqueue()) >= 0);
+	t_change(kq, s[0], EVFILT_EMPTY, EV_ADD, 0, 0, NULL);
+	p.fd = kq;
+	p.events = POLLIN;
+	for (int i = 0; i < 4; i++) {
+		ev = t_expect_one(kq);
+		assert_int_equal(ev.filter, EVFILT_EMPTY);
+		p.revents = 0;
+		assert_int_equal(poll(&p, 1, 0), 1);
+	}
+	t_change(outer, kq, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	ev = t_expect_one(outer);
+	assert_int_equal(ev.ident, kq);
+	close(outer);
+	close(kq);
+	close(s[0]);
+	close(s[1]);
+}
+
+/*
+ * An EMPTY knote with EV_DISPATCH on a socket whose peer has not read
+ * what it was sent is not true, and kevent() sleeps for its timeout: it
+ * used CPU for the whole of it (a one-shot registration of the writable
+ * socket re-armed and fired again at once), and the kqueue polled
+ * readable with nothing to report.
+ */
+static void
+empty_dispatch_knote_of_unsent_data_lets_kevent_sleep(void **state)
+{
+	static const int flags[] = { EV_DISPATCH, EV_DISPATCH | EV_CLEAR };
+	struct timespec tmo = { 0, 200000000 };
+	struct kevent ev;
+	struct pollfd p;
+	int kq, s[2];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		struct timespec c0, c1;
+		int64_t used;
+
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, s), 0);
+		assert_int_equal(write(s[1], "x", 1), 1);
+		assert_true((kq = kqueue()) >= 0);
+		t_change(kq, s[1], EVFILT_EMPTY, EV_ADD | flags[i], 0, 0,
+		    NULL);
+		assert_int_equal(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0),
+		    0);
+		assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &tmo), 0);
+		assert_int_equal(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1),
+		    0);
+		used = (c1.tv_sec - c0.tv_sec) * 1000000000LL +
+		    (c1.tv_nsec - c0.tv_nsec);
+		/* A sleep costs next to nothing; the spin cost it all. */
+		assert_true(used < 100000000);
+		p.fd = kq;
+		p.events = POLLIN;
+		p.revents = 0;
+		assert_int_equal(poll(&p, 1, 0), 0);
+		close(kq);
+		close(s[0]);
+		close(s[1]);
+	}
 }
 
 /*
@@ -830,6 +912,8 @@ main(void)
 		cmocka_unit_test(write_note_lowat_fires_only_at_the_mark),
 		cmocka_unit_test(tcp_write_eof_after_peer_reset),
 		cmocka_unit_test(empty_fires_at_once_on_idle_connected_socket),
+		cmocka_unit_test(empty_knote_still_true_keeps_its_kqueue_readable),
+		cmocka_unit_test(empty_dispatch_knote_of_unsent_data_lets_kevent_sleep),
 		cmocka_unit_test(empty_fires_at_once_on_listening_socket),
 		cmocka_unit_test(empty_clear_knote_added_or_enabled_again_reports_an_empty_socket_again),
 		cmocka_unit_test(empty_fires_again_when_sent_data_acknowledged),
