@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -807,6 +808,38 @@ resolve(const struct op *o, const struct chg *c, struct kevent *k)
 	return 1;
 }
 
+/*
+ * The kqueue's descriptor polls readable while a zero-timeout kevent()
+ * would return an event (kqueue.2; FreeBSD's kqueue_poll: kq_count > 0,
+ * and every knote a scan must report is queued).  After a collection
+ * that found nothing to report (clean), it does not while nothing must or
+ * may be reported: else a program that polls the kqueue would spin.
+ * Otherwise it may poll readable once for nothing, as FreeBSD's does
+ * while a knote whose condition went away is still queued (kq: a disabled
+ * knote's descriptor hung up, as epoll reports EPOLLHUP and EPOLLERR
+ * whatever the mask; a full collection leaves that event for the next
+ * one; an EMPTY knote's write-space wake-up after its report).
+ */
+static void
+x_poll_check(int i, int kq, int clean)
+{
+	struct pollfd p = { .fd = kqfd[kq], .events = POLLIN };
+	int r, must = m_must_ready(&M, kq);
+	int none = clean && m_nothing_ready(&M, kq);
+
+	if (!must && !none)
+		return;
+	r = poll(&p, 1, 0);
+	if (r < 0)
+		failf(i, "poll(kq%d) failed: %s", kq, strerror(errno));
+	else if (must && r != 1)
+		failf(i, "kq%d does not poll readable with an event to report",
+		    kq);
+	else if (none && r != 0)
+		failf(i, "kq%d polls readable (revents %#x) with nothing to "
+		    "report", kq, (unsigned)p.revents);
+}
+
 static void
 x_kevent(int i, const struct op *o)
 {
@@ -817,6 +850,9 @@ x_kevent(int i, const struct op *o)
 	int nch = 0, r, err;
 	char msg[512];
 
+	x_poll_check(i, o->kq, 0);
+	if (fail_flag)
+		goto out;
 	for (int j = 0; j < o->nch; j++)
 		nch += resolve(o, &o->ch[j], &ch[nch]);
 	if (verbose) {
@@ -873,6 +909,8 @@ x_kevent(int i, const struct op *o)
 	}
 	if (m_scan(&M, o->kq, o->nev, ev, r, msg, sizeof(msg)) != 0)
 		failf(i, "%s", msg);
+	else if (nch == 0)
+		x_poll_check(i, o->kq, r == 0 && o->nev > 0);
 out:
 	free(ch);
 	free(exp);
@@ -884,11 +922,12 @@ x_idle(int i, const struct op *o)
 	struct kevent *ev = evroom(o->nev + 1);
 	long k;
 	char msg[512];
-	int r;
+	int r = 0;
 
 	if (verbose)
 		printf("  #%-4d idle: %ld x kevent(kq%d=%d, nevents %d, zero timeout)\n",
 		    i, o->n, o->kq, kqfd[o->kq], o->nev);
+	x_poll_check(i, o->kq, 0);
 	for (k = 0; k < o->n && !fail_flag; k++) {
 		if (m_nothing_ready(&M, o->kq)) {
 			/* The fast path: nothing may be reported. */
@@ -927,6 +966,8 @@ x_idle(int i, const struct op *o)
 			return;
 		}
 	}
+	if (!fail_flag && o->n > 0)
+		x_poll_check(i, o->kq, r == 0 && o->nev > 0);
 }
 
 static void

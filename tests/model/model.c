@@ -683,6 +683,15 @@ m_nothing_ready(const struct model *m, int kq)
 	return 1;
 }
 
+int
+m_must_ready(const struct model *m, int kq)
+{
+	for (int i = 0; i < m->nkn; i++)
+		if (m->kn[i].kq == kq && status(m, &m->kn[i]) == M_MUST)
+			return 1;
+	return 0;
+}
+
 const char *
 m_filter_name(short filter)
 {

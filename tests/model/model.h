@@ -120,6 +120,7 @@ int	m_last_ref(const struct model *m, int fd);	/* fd is its file's last descript
 long	m_target_bytes(const struct model *m, int fd);	/* bytes queued by writes on fd */
 int	m_is_stale(const struct model *m, int kq, int fd, short filter);
 int	m_nothing_ready(const struct model *m, int kq);	/* nothing must or may be reported */
+int	m_must_ready(const struct model *m, int kq);	/* something must be reported */
 int	m_count_knotes(const struct model *m, int kq);
 
 /*
