@@ -30,9 +30,10 @@
  *   - a FILE event names the port's associated file_obj_t, with its user
  *     and events within those asked for | FILE_EXCEPTION; then it is gone;
  *   - max 0 reports at least the queued user events;
- *   - at the end of the input, with alerts cleared, draining each port
- *     returns every user event sent and every association whose
- *     descriptor poll(2) finds ready;
+ *   - draining a port (an operation, and at the end of the input) with
+ *     its alert cleared returns every user event sent and every
+ *     association whose descriptor poll(2) finds ready, and leaves the
+ *     port not readable;
  *   - descriptors: the process's count is back to where it started.
  *
  * Built by `make fuzz` (build-fuzz/fuzz-port), run by tools/fuzz-run.sh
@@ -363,6 +364,14 @@ drain(struct sport *P)
 		    (P->as[s].events | POLLERR | POLLHUP)))
 			FAIL("fd %d ready (%#x for %#x) but no event",
 			    fds[s], pfd.revents, P->as[s].events);
+	}
+	/* Drained, no alert: nothing pending, so the port does not poll
+	   readable (port_create.3; a poll loop would spin). */
+	{
+		struct pollfd pfd = { .fd = P->fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 0) != 0)
+			FAIL("drained port polls readable (%#x)", pfd.revents);
 	}
 }
 
