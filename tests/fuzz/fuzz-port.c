@@ -34,6 +34,8 @@
  *     its alert cleared returns every user event sent and every
  *     association whose descriptor poll(2) finds ready, and leaves the
  *     port not readable;
+ *   - a port that never had an association and holds no user event does
+ *     not poll readable once its alert is cleared;
  *   - descriptors: the process's count is back to where it started.
  *
  * Built by `make fuzz` (build-fuzz/fuzz-port), run by tools/fuzz-run.sh
@@ -91,6 +93,7 @@ struct sport {
 	struct uev	 ue[MAXUSER];
 	int		 nue;
 	int		 alert;
+	int		 touched;	/* has had an association */
 	int		 al_events;
 	uintptr_t	 al_user;
 };
@@ -100,6 +103,7 @@ static int fds[NFD];
 static int peer;		/* the socketpair's other end */
 static char tmppath[64];
 static int fd_count_start;
+static int trace;
 
 static const struct timespec zero_ts = { 0, 0 };
 
@@ -194,6 +198,7 @@ reset_port(struct sport *P)
 	P->fa.on = 0;
 	P->nue = 0;
 	P->alert = 0;
+	P->touched = 0;
 }
 
 static void
@@ -375,6 +380,18 @@ drain(struct sport *P)
 	}
 }
 
+/*
+ * Nothing can be pending on P: no user event, and no association ever
+ * (a descriptor's registration may still report a hang-up or an error
+ * once whatever its interest: epoll's EPOLLHUP and EPOLLERR, kqueue.2
+ * LINUX NOTES).
+ */
+static int
+idle(const struct sport *P)
+{
+	return P->nue == 0 && !P->alert && !P->touched;
+}
+
 static const int evmasks[8] = {
 	POLLIN, POLLOUT, POLLIN | POLLOUT, POLLPRI, POLLRDNORM | POLLWRNORM,
 	0, POLLIN | POLLPRI | POLLOUT, POLLRDHUP | POLLIN,
@@ -411,6 +428,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 #define BYTE()	(pos < size ? data[pos++] : 0)
 	fd_count_start = count_fds();
+	trace = getenv("KQ_FUZZ_TRACE") != NULL;
 	for (i = 0; i < NPORT; i++)
 		open_port(i);
 	for (i = 0; i < NFD; i += (i < 4 ? 2 : 1))
@@ -423,6 +441,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		op = BYTE() % 18;
 		b1 = BYTE();
 		P = &ports[b1 % NPORT];
+		if (trace)	/* KQ_FUZZ_TRACE=1: the operations, on stderr */
+			fprintf(stderr, "op %d b1 %#x port %d\n", op, b1,
+			    (int)(P - ports));
 		switch (op) {
 		case 0:		/* associate */
 			b2 = BYTE();
@@ -435,6 +456,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			expect_err("port_associate", r, fds[s] < 0 ? EBADFD : 0);
 			if (r == 0) {
 				P->as[s].on = 1;
+				P->touched = 1;
 				P->as[s].events = e;
 				P->as[s].user = user;
 			}
@@ -540,6 +562,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (e == 0) {
 				expect_err("port_alert clear", r, 0);
 				P->alert = 0;
+				if (idle(P)) {
+					struct pollfd pfd = { .fd = P->fd,
+					    .events = POLLIN };
+
+					if (poll(&pfd, 1, 0) != 0)
+						FAIL("port with nothing pending "
+						    "polls readable after its "
+						    "alert was cleared");
+				}
 			} else if (fl == 3)
 				expect_err("port_alert flags", r, EINVAL);
 			else if (fl == PORT_ALERT_UPDATE && P->alert)
@@ -615,6 +646,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    EBADFD : EINVAL);
 				if ((b1 >> 3) == PORT_SOURCE_FD && fds[5] >= 0) {
 					P->as[5].on = 1;
+					P->touched = 1;
 					P->as[5].events = POLLIN;
 					P->as[5].user = 0;
 				}
@@ -667,6 +699,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    (uintptr_t)&P->fo, e, (void *)user);
 			expect_err("port_associate FILE", r, 0);
 			P->fa.on = 1;
+			P->touched = 1;
 			P->fa.events = e;
 			P->fa.user = user;
 			break;
