@@ -267,21 +267,7 @@ knote_drop(struct kqueue *kq, struct knote *kn)
 	return error;
 }
 
-/*
- * Free kn, unlinked, detached and marked KN_DROPPED: now, or, when it is
- * on the active list,
- * once it leaves it.  Either way it no longer counts as pending
- * (kq_count), as FreeBSD's knote_drop dequeues it: a kqueue whose only
- * queued knote was deleted before a scan reached it stops polling
- * readable (kq_bell_update), and so does a port whose alert was cleared
- * (attack helper 41's defect 1).  The list is a singly linked one, so a
- * dropped knote stays on it until a scan pops it, or until the dropped
- * ones outnumber the rest: then knote_sweep takes them all off (a pass
- * over the list for at least as many drops: the list never grows with
- * knotes that are gone, on a kqueue nobody collects).  kq_lock held; no
- * caller holds a pointer into the list across this (kq_scan_active takes
- * each knote off before it looks at it).
- */
+/* Take every dropped knote off the active list and free it (below). */
 static void
 knote_sweep(struct kqueue *kq)
 {
@@ -302,6 +288,20 @@ knote_sweep(struct kqueue *kq)
 	KQ_ASSERT(kq->kq_ndrop == 0);
 }
 
+/*
+ * Free kn, unlinked, detached and marked KN_DROPPED: now, or, when it is
+ * on the active list, once it leaves it.  Either way it no longer counts
+ * as pending (kq_count), as FreeBSD's knote_drop dequeues it: a kqueue
+ * whose only queued knote was deleted before a scan reached it stops
+ * polling readable (kq_bell_update), and so does a port whose alert was
+ * cleared (attack helper 41's defect 1).  The list is a singly linked
+ * one, so a dropped knote stays on it until a scan pops it, or until the
+ * dropped ones outnumber the rest: then knote_sweep takes them all off (a
+ * pass over the list for at least as many drops: the list never grows
+ * with knotes that are gone, on a kqueue nobody collects).  kq_lock held;
+ * no caller holds a pointer into the list across this (kq_scan_active
+ * takes each knote off before it looks at it).
+ */
 void
 knote_dropped(struct kqueue *kq, struct knote *kn)
 {

@@ -128,7 +128,8 @@ kq_sockerr_keep(int fd, int e)
 	uint64_t w, old;
 	uint32_t ino;
 
-	if (e <= 0 || (ino = kq_sock_ino(fd)) == 0 || (s = se_slot(fd, 1)) == NULL)
+	if (e <= 0 || (ino = kq_sock_ino(fd)) == 0 ||
+	    (s = se_slot(fd, 1)) == NULL)
 		return;
 	w = (uint64_t)ino << 32 | (uint32_t)e;
 	old = atomic_exchange_explicit(s, w, memory_order_acq_rel);
