@@ -21,25 +21,62 @@
 
 #include "kq_int.h"
 
-static _Atomic uint32_t olock_tokens = 1;
+/* Tokens past the thread ids (PID_MAX_LIMIT is 2^22): see below. */
+#define OLOCK_ALT	(1u << 22)
+
+/* In a fork() child, the token its thread brought from the parent. */
+static _Atomic uint32_t olock_stale;
 
 /*
- * Draw this thread's token.  A signal handler that interrupts the first
- * draw may draw one of its own: the handler's locks are all released when
- * it returns, and whichever token is stored last is this thread's from
- * then on.
+ * Draw this thread's token: its thread id, shifted.  The kernel gives no
+ * two live threads of a process the same id, and a thread holds kq's
+ * locks only while it lives, so no two threads that may hold or judge a
+ * lock share a token, however many threads a long run makes.  (Until
+ * session 27 a counter drew them, and wrapped after 2^31 threads -- a day
+ * or two of a server that makes a thread per connection; then a thread
+ * could take another's lock for its own: a datagram count cut to its
+ * first datagram, a spurious EDEADLK from timer_create, a fork child that
+ * kept reg_lock shut.)
+ *
+ * A fork() child's thread keeps the token it had, its id in the parent
+ * (olock_stale), so that the locks it held there stay its own
+ * (kq_olock_mine).  That id is not this process's: once the parent's
+ * thread ends, the kernel may give it to a new thread here, which then
+ * takes the id plus OLOCK_ALT, a token no thread id is.  (Two threads
+ * with the same alternate would need the same id.)
+ *
+ * A signal handler that forks between the id's read and its store leaves
+ * the parent's id to be stored in the child: read again, it is drawn
+ * again.  A vfork() child runs on its parent's thread's memory: its token
+ * is not stored there, and is drawn again at each lock.  Once the thread
+ * stores a token, it holds no lock yet.  Async-signal-safe.
  */
 uint32_t
 kq_olock_token(void)
 {
+	pid_t tid;
 	uint32_t t;
 
-	do
-		t = atomic_fetch_add(&olock_tokens, 1) & 0x7fffffffu;
-	while (t == 0);
-	kq_tls.token = t << 1;
-	atomic_signal_fence(memory_order_seq_cst);
-	return t << 1;
+	do {
+		tid = (pid_t)syscall(SYS_gettid);
+		t = (uint32_t)tid << 1;
+		if (t == atomic_load_explicit(&olock_stale,
+		    memory_order_relaxed))
+			t = ((uint32_t)tid + OLOCK_ALT) << 1;
+		if (kq_vforked())
+			return t;
+		kq_tls.token = t;
+		atomic_signal_fence(memory_order_seq_cst);
+	} while ((pid_t)syscall(SYS_gettid) != tid);
+	return t;
+}
+
+/* fork() child, its only thread: the token it keeps is not its id. */
+void
+kq_olock_atfork_child(void)
+{
+	atomic_store_explicit(&olock_stale, kq_tls.token,
+	    memory_order_relaxed);
 }
 
 /*

@@ -21,6 +21,10 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sched.h>
+#include <sys/syscall.h>
+#endif
 
 #include "helpers.h"
 
@@ -392,6 +396,334 @@ fork_child_of_threads_adding_empty_knotes_inherits_no_epoll_set(
 	pthread_join(t, NULL);
 }
 
+/* ---- a fork child's threads and its parent's thread ids */
+
+#ifdef __linux__
+/*
+ * A fork() child's thread and a thread the child makes later with the id
+ * the first had in the parent (its parent's thread ended, and ids come
+ * round after pid_max) are two threads, and kq treats them so: each
+ * counts a UDP socket's whole queue while the other counts another on
+ * the same internal lock (one for every 64th descriptor number).  (With
+ * each thread's lock name its id, and the child's thread keeping its
+ * parent's, the second counted only the first datagram of its queue.)
+ *
+ * Thread X of the test process counts two UDP sockets whose numbers are
+ * 64 apart, forks and ends, so its id is free.  The child's thread counts
+ * the deep one in a loop while a thread of its own with X's id counts
+ * the other, and each checks its data is the whole queue's payload.  To
+ * get X's id, the child makes threads one after another (each of which
+ * but the one with X's id ends at once) until the ids come round: at
+ * most pid_max of them, under a second where pid_max is 32768.  Where
+ * pid_max is above TOK_CYCLE_MAX that would take too long: the child asks
+ * the kernel for the id (ns_last_pid, which root may write), and the test
+ * is skipped where it may not, or where X's id went to another process.
+ */
+#define TOK_DEEP	250	/* datagrams of TOK_SMALL bytes: a long count */
+#define TOK_SMALL	16
+#define TOK_QUEUE	600	/* the other socket's: 100 + 200 + 300 bytes */
+#ifndef TOK_CYCLE_MAX
+#define TOK_CYCLE_MAX	131072	/* threads made one by one, at most */
+#endif
+#define TOK_CYCLE_SEC	20	/* ... and for at most so long */
+#define TOK_COUNTS	3000	/* counts made by the thread with X's id */
+#define TOK_COUNT_NS	300000000	/* ... in at most so long */
+#define TOK_NOT_REACHED	77	/* the child's status: no thread got X's id */
+
+static struct tok {
+	int		deep, other;	/* numbers 64 apart */
+	int		go[2];		/* the parent tells the child X ended */
+	long		pid_max;
+	pid_t		x;		/* X's thread id */
+	pid_t		child;
+	int		err;		/* X's setup failed: the line */
+	_Atomic pid_t	seen;		/* id of the child's newest thread */
+	_Atomic int	counts;		/* the child's main thread's */
+	_Atomic int	done;		/* the thread with X's id is done */
+	int		ycounts, ybad;	/* its counts, the wrong ones */
+	int64_t		ylast;		/* its last wrong data */
+} tok;
+
+static int64_t
+tok_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A kqueue with a READ knote on fd, or -1. */
+static int
+tok_kq(int fd)
+{
+	struct kevent kev;
+	int kq = kqueue();
+
+	if (kq < 0)
+		return -1;
+	EV_SET(&kev, (uintptr_t)fd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0) {
+		close(kq);
+		return -1;
+	}
+	return kq;
+}
+
+/* The data of kq's one knote, collected now, or -1. */
+static int64_t
+tok_count(int kq)
+{
+	struct kevent ev;
+	struct timespec zero = { 0, 0 };
+
+	if (kevent(kq, NULL, 0, &ev, 1, &zero) != 1)
+		return -1;
+	return ev.data;
+}
+
+/* A thread of the child: ends at once, unless it has X's id. */
+static void *
+tok_thread(void *arg)
+{
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	int64_t end;
+	int kq, i;
+
+	(void)arg;
+	if (me != tok.x) {
+		atomic_store(&tok.seen, me);
+		return NULL;
+	}
+	kq = tok_kq(tok.other);
+	atomic_store(&tok.seen, me);
+	end = tok_now() + TOK_COUNT_NS;
+	while (atomic_load(&tok.counts) == 0 && tok_now() < end)
+		sched_yield();	/* until the main thread counts too */
+	end = tok_now() + TOK_COUNT_NS;
+	for (i = 0; kq >= 0 && i < TOK_COUNTS && (i == 0 || tok_now() < end);
+	    i++) {
+		int64_t d = tok_count(kq);
+
+		if (d != TOK_QUEUE) {
+			tok.ybad++;
+			tok.ylast = d;
+		}
+	}
+	tok.ycounts = i;
+	if (kq >= 0)
+		close(kq);
+	atomic_store(&tok.done, 1);
+	return NULL;
+}
+
+/* Have the kernel give x to the next thread (root only): 1 if it will. */
+static int
+tok_next_id(pid_t x)
+{
+	char b[16];
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+	int n, ok;
+
+	if (fd < 0)
+		return 0;
+	n = snprintf(b, sizeof(b), "%d", (int)x - 1);
+	ok = write(fd, b, (size_t)n) == n;
+	close(fd);
+	return ok;
+}
+
+/* The fork child: its exit status. */
+static int
+tok_child(void)
+{
+	int64_t d, mlast = 0, end;
+	pthread_t th;
+	long n;
+	int kq, e, mbad = 0, fast = tok.pid_max > TOK_CYCLE_MAX;
+	pid_t id;
+	char c;
+
+	signal(SIGALRM, SIG_DFL);
+	alarm(TOK_CYCLE_SEC + 20);	/* a child that hangs dies */
+	close(tok.go[1]);
+	if (read(tok.go[0], &c, 1) != 1)	/* X has ended */
+		return 10;
+	if ((kq = tok_kq(tok.deep)) < 0 ||
+	    (d = tok_count(kq)) != TOK_DEEP * TOK_SMALL) {
+		fprintf(stderr, "child: first count wrong\n");
+		return 11;
+	}
+	end = tok_now() + TOK_CYCLE_SEC * (int64_t)1000000000;
+	for (n = 0;; n++) {
+		if (fast && n > 0)
+			usleep(1000);	/* X's id not freed yet, or taken */
+		if (n > tok.pid_max + 1000 || (fast && n >= 100) ||
+		    ((n & 255) == 0 && tok_now() > end) ||
+		    (fast && !tok_next_id(tok.x))) {
+			fprintf(stderr, "child: no thread got id %d in %ld "
+			    "(pid_max %ld)\n", (int)tok.x, n, tok.pid_max);
+			return TOK_NOT_REACHED;
+		}
+		atomic_store(&tok.seen, 0);
+		if ((e = pthread_create(&th, NULL, tok_thread, NULL)) != 0) {
+			fprintf(stderr, "child: pthread_create: %s\n",
+			    strerror(e));
+			return 12;
+		}
+		while ((id = atomic_load(&tok.seen)) == 0)
+			sched_yield();
+		if (id == tok.x)
+			break;
+		pthread_join(th, NULL);
+	}
+	/* That thread counts the other socket: this one, the deep one. */
+	while (!atomic_load(&tok.done)) {
+		if ((d = tok_count(kq)) != TOK_DEEP * TOK_SMALL) {
+			mbad++;
+			mlast = d;
+		}
+		atomic_fetch_add(&tok.counts, 1);
+	}
+	pthread_join(th, NULL);
+	if (tok.ybad != 0 || mbad != 0 || tok.ycounts == 0)
+		fprintf(stderr, "child: thread %d (%ld made): %d of %d counts "
+		    "wrong (last %jd, not %d); main thread: %d of %d wrong "
+		    "(last %jd, not %d)\n", (int)tok.x, n + 1, tok.ybad,
+		    tok.ycounts, (intmax_t)tok.ylast, TOK_QUEUE, mbad,
+		    atomic_load(&tok.counts), (intmax_t)mlast,
+		    TOK_DEEP * TOK_SMALL);
+	if (tok.ybad != 0)
+		return 1;
+	if (mbad != 0)
+		return 2;
+	return tok.ycounts == 0 ? 13 : 0;
+}
+
+/* Thread X: counts both sockets (it now has a name for kq's locks),
+   forks, and ends. */
+static void *
+tok_forker(void *arg)
+{
+	struct kevent kev, ev[2];
+	struct timespec zero = { 0, 0 };
+	int kq = tok_kq(tok.deep), i, r;
+
+	(void)arg;
+	tok.child = -1;
+	if (kq < 0) {
+		tok.err = __LINE__;
+		return NULL;
+	}
+	EV_SET(&kev, (uintptr_t)tok.other, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	r = kevent(kq, &kev, 1, ev, 2, &zero);
+	for (i = 0; r == 2 && i < 2; i++)
+		if (ev[i].data != ((int)ev[i].ident == tok.deep ?
+		    TOK_DEEP * TOK_SMALL : TOK_QUEUE))
+			r = -1;
+	if (r != 2) {
+		tok.err = __LINE__;
+		close(kq);
+		return NULL;
+	}
+	tok.x = (pid_t)syscall(SYS_gettid);
+	tok.child = fork();
+	if (tok.child == 0)
+		T_EXIT(tok_child());
+	close(kq);
+	return NULL;
+}
+
+/* A UDP socket bound to a loopback port (*a), moved to a number at
+   least min and min modulo 64. */
+static int
+tok_udp(struct sockaddr_in *a, int min)
+{
+	socklen_t len = sizeof(*a);
+	int big = 1 << 20, s, r;
+
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	(void)setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	assert_int_equal(bind(s, (struct sockaddr *)a, sizeof(*a)), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)a, &len), 0);
+	for (;; min += 64) {
+		assert_true(min < 4096);
+		r = fcntl(s, F_DUPFD_CLOEXEC, min);
+		assert_true(r >= 0);
+		if (r == min)
+			break;
+		close(r);
+	}
+	close(s);
+	return r;
+}
+#endif
+
+static void
+fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues(
+    void **state)
+{
+#ifdef __linux__
+	struct sockaddr_in a, b;
+	char msg[300];
+	pthread_t x;
+	FILE *f;
+	int s, i, st;
+
+	(void)state;
+	if (T_TSAN)
+		skip();	/* it kills a fork child that makes threads */
+	memset(&tok, 0, sizeof(tok));
+	f = fopen("/proc/sys/kernel/pid_max", "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld", &tok.pid_max), 1);
+	fclose(f);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	tok.deep = tok_udp(&a, 256);
+	tok.other = tok_udp(&b, tok.deep + 64);
+	memset(msg, 'x', sizeof(msg));
+	for (i = 0; i < TOK_DEEP; i++)
+		assert_int_equal(sendto(s, msg, TOK_SMALL, 0,
+		    (struct sockaddr *)&a, sizeof(a)), TOK_SMALL);
+	for (i = 1; i <= 3; i++)
+		assert_int_equal(sendto(s, msg, (size_t)(100 * i), 0,
+		    (struct sockaddr *)&b, sizeof(b)), 100 * i);
+	assert_int_equal(pipe(tok.go), 0);
+	assert_int_equal(pthread_create(&x, NULL, tok_forker, NULL), 0);
+	assert_int_equal(pthread_join(x, NULL), 0);
+	close(tok.go[0]);
+	if (tok.err != 0)
+		fprintf(stderr, "thread X failed at line %d\n", tok.err);
+	assert_int_equal(tok.err, 0);
+	assert_true(tok.child > 0);
+	/* X's id is free: the child may go on. */
+	assert_int_equal(write(tok.go[1], "x", 1), 1);
+	close(tok.go[1]);
+	signal(SIGALRM, on_watchdog);
+	alarm(TOK_CYCLE_SEC + 40);
+	while (waitpid(tok.child, &st, 0) < 0)
+		assert_int_equal(errno, EINTR);
+	alarm(0);
+	close(s);
+	close(tok.deep);
+	close(tok.other);
+	if (!WIFEXITED(st))
+		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) == TOK_NOT_REACHED)
+		skip();
+	assert_int_equal(WEXITSTATUS(st), 0);
+#else
+	(void)state;
+	skip();		/* thread ids and their reuse: Linux's */
+#endif
+}
+
 /* ---- vfork(): the child's close() is its own */
 
 static int
@@ -557,6 +889,7 @@ main(void)
 		cmocka_unit_test(fork_child_of_threads_making_kqueues_with_timers_inherits_no_timer),
 		cmocka_unit_test(fork_child_of_threads_adding_empty_knotes_inherits_no_epoll_set),
 		cmocka_unit_test(fork_child_of_a_thread_counting_datagrams_watches_the_socket_itself),
+		cmocka_unit_test(fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues),
 		cmocka_unit_test(vfork_child_closing_a_watched_descriptor_keeps_the_parents_knote),
 		cmocka_unit_test(vfork_child_closing_the_kqueue_keeps_the_parents_kqueue),
 		cmocka_unit_test(vfork_child_closing_every_descriptor_keeps_the_parents_kqueues),
