@@ -310,9 +310,13 @@ kq_timer_wake(struct kqueue *kq)
 
 /* ---- the filter ---- */
 
-/* data in the knote's unit, as nanoseconds (saturated). */
+/*
+ * data (>= 0: timer_validate) in the knote's unit, as nanoseconds,
+ * saturated at max: TK_MAXNS for a relative time, INT64_MAX for a
+ * NOTE_ABSTIME deadline (clamped only once made relative: timer_start).
+ */
 static int64_t
-timer_ns(int64_t data, uint32_t fflags)
+timer_ns(int64_t data, uint32_t fflags, int64_t max)
 {
 	int64_t mul;
 
@@ -330,8 +334,8 @@ timer_ns(int64_t data, uint32_t fflags)
 		mul = 1000000;
 		break;
 	}
-	if (data > TK_MAXNS / mul)
-		return TK_MAXNS;
+	if (data > max / mul)
+		return max;
 	return data * mul;
 }
 
@@ -363,26 +367,34 @@ timer_start(struct kqueue *kq, struct tknote *tk)
 		return error;
 	heap_remove(h, tk);
 	tk->tk_count = 0;
-	v = timer_ns(tk->tk_data, kn->kn_sfflags);
 	if (kn->kn_sfflags & NOTE_ABSTIME) {
 		/*
 		 * The wall clock first, then the monotonic one: time passing
 		 * between the two reads makes the deadline later, never
 		 * earlier than the wall-clock time asked for (attack helper
 		 * 28's F5: up to 0.16 ms early the other way round).
+		 * The deadline saturates at INT64_MAX ns (2262), not at
+		 * TK_MAXNS (2043), and only the time left is clamped: a later
+		 * deadline is a TK_MAXNS wait, never an early expiry.  Both
+		 * terms are >= 0 (Linux refuses a wall clock before 1970), so
+		 * the difference cannot overflow.
 		 */
-		int64_t left = v - realtime_ns();
+		int64_t left = timer_ns(tk->tk_data, kn->kn_sfflags,
+		    INT64_MAX) - realtime_ns();
 
 		now = kq_now_ns();
 		tk->tk_period = 0;
+		if (left > TK_MAXNS)
+			left = TK_MAXNS;
 		tk->tk_deadline = left > 0 ? now + left : now;
 	} else {
+		v = timer_ns(tk->tk_data, kn->kn_sfflags, TK_MAXNS);
 		now = kq_now_ns();
 		if (kn->kn_flags & EV_ONESHOT)
 			tk->tk_period = 0;
 		else {
 			if (v == 0)
-				v = timer_ns(1, kn->kn_sfflags);
+				v = timer_ns(1, kn->kn_sfflags, TK_MAXNS);
 			tk->tk_period = v;
 		}
 		tk->tk_deadline = now + v;

@@ -23,6 +23,9 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/resource.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 #if defined(__FreeBSD__)
 #include <sys/sysctl.h>
 #endif
@@ -41,12 +44,45 @@
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 
+#if defined(__linux__)
+/*
+ * The wall clock this process sees is the system's plus wall_shift_ns (0
+ * but in the tests that move it): this clock_gettime() takes the place of
+ * the C library's in the whole program, libkq.a's calls included, so a
+ * test can put "now" after 2043 without touching the system clock.
+ * CLOCK_MONOTONIC is untouched.  (On FreeBSD the kernel reads its own
+ * clock: the tests that need the shift are skipped.)
+ */
+static int64_t wall_shift_ns;
+
+int
+clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	int64_t t;
+
+	if (syscall(SYS_clock_gettime, clk, ts) != 0)
+		return -1;
+	if (clk == CLOCK_REALTIME && wall_shift_ns != 0) {
+		t = (int64_t)ts->tv_sec * SEC + ts->tv_nsec + wall_shift_ns;
+		ts->tv_sec = (time_t)(t / SEC);
+		ts->tv_nsec = (long)(t % SEC);
+	}
+	return 0;
+}
+#define T_WALL_SHIFT 1
+#else
+#define T_WALL_SHIFT 0
+#endif
+
 static int
 teardown(void **state)
 {
 	(void)state;
 	alarm(0);
 	t_close_tracked();
+#if T_WALL_SHIFT
+	wall_shift_ns = 0;
+#endif
 	return 0;
 }
 
@@ -66,6 +102,19 @@ real_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &t);
 	return (int64_t)t.tv_sec * SEC + t.tv_nsec;
+}
+
+/* Make the wall clock read `when` (ns since the epoch) from now on. */
+static void
+set_wall_clock(int64_t when)
+{
+#if T_WALL_SHIFT
+	wall_shift_ns = 0;
+	wall_shift_ns = when - real_ns();
+#else
+	(void)when;
+	skip();
+#endif
 }
 
 static void
@@ -511,6 +560,144 @@ timer_abstime_epoch_zero_fires_at_once(void **state)
 	check_abstime_fires_at_once(NOTE_NSECONDS, 0);
 }
 
+/*
+ * Far deadlines.  kq once saturated every time at INT64_MAX / 4 ns, for a
+ * NOTE_ABSTIME deadline too: any deadline after that instant,
+ * 2043-01-25 23:56:49 UTC, fired then, and once the wall clock is past it
+ * every NOTE_ABSTIME timer fired at once.  A deadline too far to wait for
+ * is a very long wait, never an early expiry.
+ */
+#define Y2043_NS	(INT64_MAX / 4)
+#define Y2044_S		INT64_C(2335219200)	/* 2044-01-01 00:00:00 UTC */
+#define Y2050_S		INT64_C(2524608000)	/* 2050-01-01 00:00:00 UTC */
+
+/* Timer 1 at (NOTE_ABSTIME | unit, data) is not reported within 100 ms. */
+static void
+check_abstime_does_not_fire(unsigned int unit, int64_t data)
+{
+	struct kevent ev[2];
+	int kq, r;
+
+	kq = t_new_kq();
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_ABSTIME | unit, data, NULL);
+	r = wait_ev(kq, ev, 2, 100);
+	if (r != 0)
+		fprintf(stderr, "NOTE_ABSTIME unit %#x data %jd fired at "
+		    "%jd ns\n", unit, (intmax_t)data, (intmax_t)real_ns());
+	assert_int_equal(r, 0);
+	t_close_now(kq);
+}
+
+/* Deadlines after 2043 and up to INT64_MAX in every unit. */
+static void
+check_far_deadlines_do_not_fire(void)
+{
+	const int64_t y2050 = Y2050_S;
+
+	check_abstime_does_not_fire(NOTE_SECONDS, y2050);
+	check_abstime_does_not_fire(NOTE_SECONDS, INT64_MAX / 2);
+	check_abstime_does_not_fire(NOTE_SECONDS, INT64_MAX);
+	check_abstime_does_not_fire(0, y2050 * 1000);
+	check_abstime_does_not_fire(NOTE_MSECONDS, INT64_MAX);
+	check_abstime_does_not_fire(NOTE_USECONDS, y2050 * 1000000);
+	check_abstime_does_not_fire(NOTE_USECONDS, INT64_MAX);
+	check_abstime_does_not_fire(NOTE_NSECONDS, y2050 * SEC);
+	check_abstime_does_not_fire(NOTE_NSECONDS, INT64_MAX);
+}
+
+static void
+timer_abstime_after_2043_or_near_int64_max_does_not_fire(void **state)
+{
+	(void)state;
+	check_far_deadlines_do_not_fire();
+}
+
+/* The same with the wall clock on 2044-01-01 (where kq fired them all). */
+static void
+timer_abstime_far_deadlines_wait_when_the_wall_clock_is_after_2043(
+    void **state)
+{
+	(void)state;
+	set_wall_clock(Y2044_S * SEC);
+	check_far_deadlines_do_not_fire();
+}
+
+/*
+ * With the wall clock on 2044-01-01, a deadline an hour ahead in any unit
+ * waits, and one 50 ms ahead (in any unit finer than seconds) fires once,
+ * not before its time.
+ */
+static void
+timer_abstime_after_2043_fires_at_its_deadline_not_at_once(void **state)
+{
+	static const struct { unsigned int unit; int64_t ns; } u[] = {
+		{ NOTE_SECONDS, SEC }, { 0, MS }, { NOTE_MSECONDS, MS },
+		{ NOTE_USECONDS, 1000 }, { NOTE_NSECONDS, 1 },
+	};
+	struct kevent ev;
+	int64_t deadline;
+	size_t i;
+	int kq;
+
+	(void)state;
+	set_wall_clock(Y2044_S * SEC);
+	for (i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		check_abstime_does_not_fire(u[i].unit,
+		    (real_ns() + 3600 * SEC) / u[i].ns);
+	for (i = 1; i < sizeof(u) / sizeof(u[0]); i++) {
+		kq = t_new_kq();
+		deadline = real_ns() / u[i].ns + 50 * MS / u[i].ns;
+		t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_ABSTIME | u[i].unit,
+		    deadline, NULL);
+		ev = wait_one(kq, 2000);
+		assert_true(real_ns() / u[i].ns >= deadline);
+		assert_int_equal(ev.data, 1);
+		t_close_now(kq);
+	}
+}
+
+/*
+ * A wall clock that passes 2043-01-25 23:56:49 UTC while a 2050 deadline
+ * is armed: the timer does not fire at that instant.
+ */
+static void
+timer_abstime_2050_does_not_fire_when_the_wall_clock_passes_2043(
+    void **state)
+{
+	(void)state;
+	set_wall_clock(Y2043_NS - 30 * MS);
+	check_abstime_does_not_fire(NOTE_SECONDS, Y2050_S);
+	assert_true(real_ns() > Y2043_NS);
+}
+
+/*
+ * Re-EV_ADD of a running timer, relative or absolute, to a deadline after
+ * 2043 (wall clock in 2044): it waits; back to a near deadline, it fires.
+ */
+static void
+timer_readd_to_far_abstime_waits_and_back_to_near_fires(void **state)
+{
+	struct kevent ev[2];
+	int64_t deadline_ms;
+	int kq;
+
+	(void)state;
+	set_wall_clock(Y2044_S * SEC);
+	kq = t_new_kq();
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_MSECONDS, 30, NULL);
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_ABSTIME | NOTE_SECONDS,
+	    Y2050_S, NULL);
+	assert_int_equal(wait_ev(kq, ev, 2, 100), 0);
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_ABSTIME | NOTE_NSECONDS,
+	    INT64_MAX, NULL);
+	assert_int_equal(wait_ev(kq, ev, 2, 100), 0);
+	deadline_ms = real_ns() / MS + 50;
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, NOTE_ABSTIME, deadline_ms, NULL);
+	ev[0] = wait_one(kq, 2000);
+	assert_true(real_ns() / MS >= deadline_ms);
+	assert_int_equal(ev[0].data, 1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Re-EV_ADD (FreeBSD's update tests)                                  */
 
@@ -601,6 +788,8 @@ timer_negative_data_gives_einval_entry(void **state)
 	expect_error_entry(kq, 1, EV_ADD, 0, -1, EINVAL);
 	expect_error_entry(kq, 1, EV_ADD | EV_ONESHOT, NOTE_SECONDS,
 	    INT64_MIN, EINVAL);
+	expect_error_entry(kq, 1, EV_ADD, NOTE_ABSTIME | NOTE_NSECONDS, -1,
+	    EINVAL);
 	assert_not_registered(kq, 1);
 }
 
@@ -975,6 +1164,11 @@ main(void)
 		T(timer_abstime_oneshot_fires_once_then_is_gone),
 		T(timer_abstime_in_the_past_fires_at_once),
 		T(timer_abstime_epoch_zero_fires_at_once),
+		T(timer_abstime_after_2043_or_near_int64_max_does_not_fire),
+		T(timer_abstime_far_deadlines_wait_when_the_wall_clock_is_after_2043),
+		T(timer_abstime_after_2043_fires_at_its_deadline_not_at_once),
+		T(timer_abstime_2050_does_not_fire_when_the_wall_clock_passes_2043),
+		T(timer_readd_to_far_abstime_waits_and_back_to_near_fires),
 		T(timer_readd_discards_expirations_and_restarts),
 		T(timer_readd_of_expired_oneshot_restarts_it),
 		T(timer_readd_changes_the_period),
