@@ -165,7 +165,12 @@ heap_pop(int c)
 
 /*
  * A new chunk for class c: one block for the caller, the rest pushed.
- * NULL when the chunk table is full or mmap() fails.
+ * NULL when the chunk table is full or mmap() fails.  The chunk is mapped
+ * before it takes a number, so only a mapped chunk uses one up: while
+ * mmap() fails (RLIMIT_AS, RLIMIT_DATA, overcommit, the map count) every
+ * refill fails, and numbers taken first would run out for good, leaving
+ * every small block a mapping of its own.  A chunk that finds the table
+ * full (another thread took the last number) is unmapped unpublished.
  */
 static char *
 heap_refill(int c)
@@ -174,15 +179,19 @@ heap_refill(int c)
 	uint32_t n = atomic_load_explicit(&heap_nchunks, memory_order_relaxed);
 	char *base;
 
-	do
-		if (n >= HEAP_MAXCHUNK)
-			return NULL;
-	while (!atomic_compare_exchange_weak_explicit(&heap_nchunks, &n, n + 1,
-	    memory_order_relaxed, memory_order_relaxed));
+	if (n >= HEAP_MAXCHUNK)
+		return NULL;
 	base = mmap(NULL, HEAP_CHUNK, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED)
-		return NULL;	/* the number stays used: rare, and bounded */
+		return NULL;
+	do
+		if (n >= HEAP_MAXCHUNK) {
+			(void)munmap(base, HEAP_CHUNK);
+			return NULL;
+		}
+	while (!atomic_compare_exchange_weak_explicit(&heap_nchunks, &n, n + 1,
+	    memory_order_relaxed, memory_order_relaxed));
 	atomic_store_explicit(&heap_chunks[n], base, memory_order_release);
 	for (off = 0; off < HEAP_CHUNK; off += bs) {
 		struct heap_hdr *b = (struct heap_hdr *)(void *)(base + off);

@@ -18,6 +18,9 @@
  * engine-helpers.h), so RLIMIT_NOFILE and the filler descriptors never
  * leak into other tests; the scenarios restore them anyway before they
  * check that a late report arrives.
+ *
+ * (d) exhausts the address space instead (RLIMIT_AS): what kq cannot
+ * allocate fails with ENOMEM, and nothing of it lasts once memory is back.
  */
 #include <poll.h>
 #include <sys/stat.h>
@@ -558,6 +561,118 @@ scanned_closed_read_number_kept_by_dup_without_free_descriptor_does_not_spin(
 }
 
 /* ------------------------------------------------------------------ */
+/* (d) An episode with the address space exhausted                    */
+/* ------------------------------------------------------------------ */
+
+#define EP_PREGROW	9000	/* the ident hash grown for this many */
+#define EP_FAILS	70000	/* failed EV_ADDs: more than 65536 */
+#define EP_AFTER	4096	/* registrations measured after it */
+
+/* The process's mapped and resident sizes in KiB; -1 without /proc. */
+static int
+mem_kib(long *size, long *res)
+{
+	long pk = sysconf(_SC_PAGESIZE) / 1024;
+	FILE *f = fopen("/proc/self/statm", "r");
+	int n;
+
+	if (f == NULL)
+		return -1;
+	n = fscanf(f, "%ld %ld", size, res);
+	fclose(f);
+	*size *= pk;
+	*res *= pk;
+	return n == 2 ? 0 : -1;
+}
+
+/* Fault in 128 KiB of stack, which cannot grow once RLIMIT_AS is low. */
+static void __attribute__((noinline))
+stack_in(void)
+{
+	volatile char buf[128 * 1024];
+	size_t i;
+
+	for (i = 0; i < sizeof(buf); i += 512)
+		buf[i] = 0;
+}
+
+/*
+ * RLIMIT_AS lowered to what is mapped, so that every mmap() fails, and
+ * EP_FAILS EV_ADDs that fail with ENOMEM (each wants a new small block
+ * and finds the free ones used up).  Once the limit is back, EP_AFTER
+ * more must cost what they cost before: an allocator that used up some
+ * finite resource on each failure would now serve every small block with
+ * a page of its own (4 KiB and more per registration, counted in mapped
+ * and in resident memory); the bound is 1 KiB per registration, where
+ * kq's own need is under 200 bytes.
+ */
+static int
+address_space_episode_child(void *arg)
+{
+	struct rlimit old, low;
+	long vm0, rss0, vm1, rss1, fails = 0, adds = 0;
+	uintptr_t id, i;
+	int r, e = 0, kq;
+
+	(void)arg;
+	E_SYS(kq = kqueue());
+	if (mem_kib(&vm0, &rss0) != 0) {
+		fprintf(stderr, "note: no /proc/self/statm: not checked\n");
+		close(kq);
+		return 0;
+	}
+	/* The hash grown for more than the episode adds (it never shrinks),
+	   so that under the limit only the knote's own allocation fails. */
+	for (id = 1; id <= EP_PREGROW; id++)
+		E_CHANGE(kq, id, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	for (id = 1; id <= EP_PREGROW; id++)
+		E_CHANGE(kq, id, EVFILT_USER, EV_DELETE, 0, 0, NULL);
+	stack_in();
+	E_SYS(getrlimit(RLIMIT_AS, &old));
+	E_CHECK(mem_kib(&vm0, &rss0) == 0, "/proc/self/statm");
+	low = old;
+	low.rlim_cur = (rlim_t)vm0 * 1024;
+	E_SYS(setrlimit(RLIMIT_AS, &low));
+	/* adds succeed while free blocks last, then every one fails */
+	for (id = 1; fails < EP_FAILS && adds < EP_PREGROW + 4096; ) {
+		r = e_change(kq, id, EVFILT_USER, EV_ADD, 0, 0, NULL);
+		e = errno;
+		if (r == 0) {
+			id++;
+			adds++;
+		} else if (e == ENOMEM) {
+			fails++;
+		} else {
+			break;
+		}
+	}
+	E_SYS(setrlimit(RLIMIT_AS, &old));
+	E_CHECK(fails == EP_FAILS, "under RLIMIT_AS: %ld EV_ADDs succeeded, "
+	    "%ld failed with ENOMEM, then %s", adds, fails,
+	    adds >= EP_PREGROW + 4096 ? "no more failed" : strerror(e));
+	E_CHECK(mem_kib(&vm0, &rss0) == 0, "/proc/self/statm");
+	for (i = 0; i < EP_AFTER; i++)
+		E_CHANGE(kq, id + i, EVFILT_USER, EV_ADD, 0, 0, NULL);
+	E_CHECK(mem_kib(&vm1, &rss1) == 0, "/proc/self/statm");
+	E_CHECK(vm1 - vm0 < EP_AFTER && rss1 - rss0 < EP_AFTER, "after %ld "
+	    "EV_ADDs failed under RLIMIT_AS (limit restored), %d more "
+	    "registrations mapped %ld KiB and made %ld KiB resident: more "
+	    "than 1 KiB each", fails, EP_AFTER, vm1 - vm0, rss1 - rss0);
+	for (i = 0; i < EP_AFTER; i++)
+		E_CHANGE(kq, id + i, EVFILT_USER, EV_DELETE, 0, 0, NULL);
+	close(kq);
+	return 0;
+}
+
+static void
+registrations_after_an_address_space_exhaustion_episode_cost_what_they_did(
+    void **state)
+{
+	(void)state;
+	E_RUN(address_space_episode_child, NULL, 20);
+}
+
+/* ------------------------------------------------------------------ */
 /* The sweep: each filter added with 0..3 descriptors free            */
 /* ------------------------------------------------------------------ */
 
@@ -882,6 +997,7 @@ main(void)
 		cmocka_unit_test(closed_number_with_the_kqueue_above_a_lowered_limit_fails_with_a_resource_error),
 		cmocka_unit_test(kqueue_above_a_lowered_limit_sleeps_again_after_a_call_that_returned_events),
 		cmocka_unit_test(fork_with_the_kqueue_above_a_lowered_limit_gives_the_child_signal_wakeups_of_its_own),
+		cmocka_unit_test(registrations_after_an_address_space_exhaustion_episode_cost_what_they_did),
 		cmocka_unit_test(user_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(timer_added_with_few_descriptors_free_reports_or_fails),
 		cmocka_unit_test(signal_added_with_few_descriptors_free_reports_or_fails),
