@@ -9,20 +9,13 @@
  * prefork server's workers share their sockets, and a walk of one met by
  * another's counts the queue wrongly and can leave the offset set.
  *
- * A slot is a word.  It holds the pid of the process holding it (a
- * process takes one only while one of its own in-process locks keeps its
- * other threads out), with XL_WAITED once a process waits for it; 0 when
- * free; or XL_HANDOFF with the pid of the last holder: released with
- * XL_WAITED set, it is the waiters', not its last holder's, which may take
- * it back only after a slice in which none did.  (Taken back at once, a
- * process walking in a loop kept it from its fork child for ever.)  The
- * mark lives in the word and every release clears it, so a waiter that
- * dies (killed, exec()) costs one hand-off at most.  (Until session 27 a
- * slot counted its waiters beside the word: a waiter that died left the
- * count raised for good, and every later count of the socket by any
- * process of the family slept a slice, 360 us a kevent() instead of 28:
- * attack helper 43.)  A waiter looks again every slice, so one whose mark
- * another taker cleared is not left asleep.
+ * A slot is a word and a count of the processes waiting for it.  The word
+ * holds the pid of the process holding it (a process takes one only while
+ * one of its own in-process locks keeps its other threads out), 0 when
+ * free, or XL_HANDOFF with the pid of the last holder: released while
+ * others waited, it is theirs, not its last holder's, which may take it
+ * back only after a slice in which none did.  (Taken back at once, a
+ * process walking in a loop kept it from its fork child for ever.)
  * kq_xlock_lock returns 1 when it took the word, 2 when it took it from a
  * holder that gave it up (below: whatever that holder was changing may be
  * half done), 0 when it gave up waiting.
@@ -59,13 +52,12 @@
 #define XL_SLOTS	512		/* 16 bytes each: two pages */
 #define XL_PID		0x3fffffffu	/* pid_max <= 2^22 */
 #define XL_HANDOFF	0x40000000u
-#define XL_WAITED	0x80000000u	/* a held word: someone waits */
 #define XL_SLICE_NS	200000		/* a sleep between looks at a holder */
 #define XL_ABANDON_NS	1000000000	/* a hold no walk lasts */
 
 struct xl_slot {
 	_Atomic uint32_t	word;
-	uint32_t		unused;
+	_Atomic uint32_t	waiters;
 	_Atomic int64_t		since;	/* when the holder took it */
 };
 
@@ -123,11 +115,12 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 	if (atomic_compare_exchange_strong_explicit(&x->word, &c, me,
 	    memory_order_acquire, memory_order_relaxed))
 		return xl_took(x);
-	if (ns <= 0)	/* one look, marking nothing */
+	if (ns <= 0)	/* one look, counted as no waiter */
 		return (c & XL_HANDOFF) && (c & XL_PID) != me &&
 		    atomic_compare_exchange_strong_explicit(&x->word, &c, me,
 		    memory_order_acquire, memory_order_relaxed) && xl_took(x);
 	end = kq_now_ns() + ns;
+	atomic_fetch_add(&x->waiters, 1);
 	for (;;) {
 		c = atomic_load_explicit(&x->word, memory_order_relaxed);
 		if (c == 0 || ((c & XL_HANDOFF) &&
@@ -145,13 +138,6 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 		}
 		if ((rest = end - kq_now_ns()) <= 0)
 			break;
-		/* Held: mark it waited for, so its release hands it off. */
-		if (!(c & (XL_HANDOFF | XL_WAITED)) &&
-		    !atomic_compare_exchange_strong_explicit(&x->word, &c,
-		    c | XL_WAITED, memory_order_relaxed, memory_order_relaxed))
-			continue;
-		if (!(c & XL_HANDOFF))
-			c |= XL_WAITED;
 		if (rest > XL_SLICE_NS)
 			rest = XL_SLICE_NS;
 		slice.tv_sec = 0;
@@ -165,6 +151,7 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 		if (c == (XL_HANDOFF | me) && now == c)
 			back = 1;
 	}
+	atomic_fetch_sub(&x->waiters, 1);
 	errno = e;
 	return got && xl_took(x) ? got : 0;
 }
@@ -177,14 +164,11 @@ kq_xlock_unlock(struct xl_slot *x)
 	if (x == NULL)
 		return;
 	me = (uint32_t)kq_pid();
-	c = atomic_load_explicit(&x->word, memory_order_relaxed);
-	do {
-		if ((c & ~XL_WAITED) != me)	/* not this process's hold */
-			return;
-		n = c & XL_WAITED ? XL_HANDOFF | me : 0;
-	} while (!atomic_compare_exchange_weak_explicit(&x->word, &c, n,
-	    memory_order_release, memory_order_relaxed));
-	if (n != 0)
+	c = me;
+	n = atomic_load(&x->waiters);
+	if (atomic_compare_exchange_strong_explicit(&x->word, &c,
+	    n > 0 ? XL_HANDOFF | me : 0, memory_order_release,
+	    memory_order_relaxed) && n > 0)
 		(void)syscall(SYS_futex, &x->word, FUTEX_WAKE, 1, NULL, NULL,
 		    0);
 }
