@@ -21,35 +21,56 @@
 
 #include "kq_int.h"
 
-/* Tokens past the thread ids (PID_MAX_LIMIT is 2^22): see below. */
-#define OLOCK_ALT	(1u << 22)
+/* Generations of tokens (see below), in the bits above a thread id
+   (PID_MAX_LIMIT is 2^22): the token, shifted, keeps 32 bits. */
+#define OLOCK_GENS	512u
 
-/* In a fork() child, the token its thread brought from the parent. */
-static _Atomic uint32_t olock_stale;
+/* The process (low 32 bits) and its generation (high 32 bits). */
+static _Atomic uint64_t olock_era;
+
+/* This process's generation: a new one once the pid has changed. */
+static uint32_t
+olock_gen(void)
+{
+	uint64_t e = atomic_load_explicit(&olock_era, memory_order_relaxed);
+	uint32_t pid = (uint32_t)getpid();
+
+	while ((uint32_t)e != pid)
+		if (atomic_compare_exchange_weak_explicit(&olock_era, &e,
+		    ((e >> 32) + 1) << 32 | pid, memory_order_relaxed,
+		    memory_order_relaxed))
+			break;
+	return (uint32_t)(atomic_load_explicit(&olock_era,
+	    memory_order_relaxed) >> 32) % OLOCK_GENS;
+}
 
 /*
- * Draw this thread's token: its thread id, shifted.  The kernel gives no
- * two live threads of a process the same id, and a thread holds kq's
- * locks only while it lives, so no two threads that may hold or judge a
- * lock share a token, however many threads a long run makes.  (Until
- * session 27 a counter drew them, and wrapped after 2^31 threads -- a day
- * or two of a server that makes a thread per connection; then a thread
- * could take another's lock for its own: a datagram count cut to its
- * first datagram, a spurious EDEADLK from timer_create, a fork child that
- * kept reg_lock shut.)
+ * Draw this thread's token: its thread id and the process's generation,
+ * shifted.  The kernel gives no two live threads of a process the same
+ * id, and a thread holds kq's locks only while it lives, so no two
+ * threads that may hold or judge a lock share a token, however many
+ * threads a long run makes.  (Until session 27 a counter drew them, and
+ * wrapped after 2^31 threads -- a day or two of a server that makes a
+ * thread per connection; then a thread could take another's lock for its
+ * own: a datagram count cut to its first datagram, a spurious EDEADLK
+ * from timer_create, a fork child that kept reg_lock shut.)
  *
- * A fork() child's thread keeps the token it had, its id in the parent
- * (olock_stale), so that the locks it held there stay its own
- * (kq_olock_mine).  That id is not this process's: once the parent's
- * thread ends, the kernel may give it to a new thread here, which then
- * takes the id plus OLOCK_ALT, a token no thread id is.  (Two threads
- * with the same alternate would need the same id.)
+ * Two kinds of thread hold a token that is not of their own id.  A fork
+ * child's thread keeps the one it had in the parent, so that the locks it
+ * held there stay its own (kq_olock_mine); and a vfork() child, which
+ * runs on its parent's thread's memory, may store its own there.  Once
+ * that id's thread ends, the kernel may give the id to a new thread of
+ * the process.  So the generation moves on whenever the process's pid is
+ * not the one it was drawn in -- in the child's fork handler, at the first
+ * draw of a child made without the handlers (_Fork, clone), at the first
+ * draw in a vfork child and again at the parent's next -- and the new
+ * thread's token differs in it.  (Only if the generation came round, 512
+ * such changes later, with the id given again, could two tokens meet.)
  *
  * A signal handler that forks between the id's read and its store leaves
  * the parent's id to be stored in the child: read again, it is drawn
- * again.  A vfork() child runs on its parent's thread's memory: its token
- * is not stored there, and is drawn again at each lock.  Once the thread
- * stores a token, it holds no lock yet.  Async-signal-safe.
+ * again.  Once the thread stores a token, it holds no lock yet.
+ * Async-signal-safe.
  */
 uint32_t
 kq_olock_token(void)
@@ -59,24 +80,19 @@ kq_olock_token(void)
 
 	do {
 		tid = (pid_t)syscall(SYS_gettid);
-		t = (uint32_t)tid << 1;
-		if (t == atomic_load_explicit(&olock_stale,
-		    memory_order_relaxed))
-			t = ((uint32_t)tid + OLOCK_ALT) << 1;
-		if (kq_vforked())
-			return t;
+		t = ((uint32_t)tid | olock_gen() << 22) << 1;
 		kq_tls.token = t;
 		atomic_signal_fence(memory_order_seq_cst);
 	} while ((pid_t)syscall(SYS_gettid) != tid);
 	return t;
 }
 
-/* fork() child, its only thread: the token it keeps is not its id. */
+/* fork() child, its only thread: the token it keeps is the parent's
+   generation's; the child's threads draw in the next one. */
 void
 kq_olock_atfork_child(void)
 {
-	atomic_store_explicit(&olock_stale, kq_tls.token,
-	    memory_order_relaxed);
+	(void)olock_gen();
 }
 
 /*

@@ -440,6 +440,7 @@ static struct tok {
 	_Atomic pid_t	seen;		/* id of the child's newest thread */
 	_Atomic int	counts;		/* the child's main thread's */
 	_Atomic int	done;		/* the thread with X's id is done */
+	int		raw;		/* X forks with _Fork(): no handlers */
 	int		ycounts, ybad;	/* its counts, the wrong ones */
 	int64_t		ylast;		/* its last wrong data */
 } tok;
@@ -627,7 +628,7 @@ tok_forker(void *arg)
 		return NULL;
 	}
 	tok.x = (pid_t)syscall(SYS_gettid);
-	tok.child = fork();
+	tok.child = tok.raw ? _Fork() : fork();
 	if (tok.child == 0)
 		T_EXIT(tok_child());
 	close(kq);
@@ -664,8 +665,7 @@ tok_udp(struct sockaddr_in *a, int min)
 #endif
 
 static void
-fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues(
-    void **state)
+tok_run(int raw)
 {
 #ifdef __linux__
 	struct sockaddr_in a, b;
@@ -674,10 +674,10 @@ fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues(
 	FILE *f;
 	int s, i, st;
 
-	(void)state;
 	if (T_TSAN)
 		skip();	/* it kills a fork child that makes threads */
 	memset(&tok, 0, sizeof(tok));
+	tok.raw = raw;
 	f = fopen("/proc/sys/kernel/pid_max", "r");
 	assert_non_null(f);
 	assert_int_equal(fscanf(f, "%ld", &tok.pid_max), 1);
@@ -719,9 +719,30 @@ fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues(
 		skip();
 	assert_int_equal(WEXITSTATUS(st), 0);
 #else
-	(void)state;
+	(void)raw;
 	skip();		/* thread ids and their reuse: Linux's */
 #endif
+}
+
+static void
+fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues(
+    void **state)
+{
+	(void)state;
+	tok_run(0);
+}
+
+/*
+ * The same in a child made by _Fork(), which runs no fork handlers (the
+ * C library's async-signal-safe fork): kq learns of the child at its
+ * first lock, and its threads are still told apart.
+ */
+static void
+raw_fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues(
+    void **state)
+{
+	(void)state;
+	tok_run(1);
 }
 
 /* ---- vfork(): the child's close() is its own */
@@ -890,6 +911,7 @@ main(void)
 		cmocka_unit_test(fork_child_of_threads_adding_empty_knotes_inherits_no_epoll_set),
 		cmocka_unit_test(fork_child_of_a_thread_counting_datagrams_watches_the_socket_itself),
 		cmocka_unit_test(fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues),
+		cmocka_unit_test(raw_fork_child_thread_given_the_forking_threads_old_id_counts_whole_datagram_queues),
 		cmocka_unit_test(vfork_child_closing_a_watched_descriptor_keeps_the_parents_knote),
 		cmocka_unit_test(vfork_child_closing_the_kqueue_keeps_the_parents_kqueue),
 		cmocka_unit_test(vfork_child_closing_every_descriptor_keeps_the_parents_kqueues),
