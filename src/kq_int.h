@@ -438,8 +438,8 @@ struct kqueue {
  *		deliveries that ran an application handler (kq_sig_app_runs).
  *   closing	close.c: inside close() or one of its kin, which frees
  *		nothing then (kq_free, defer.c).
- *   token	the thread's olock token (kq_olock_me): its id shifted, 0
- *		until its first lock.
+ *   token	the thread's olock token (kq_olock_me), 0 until its first
+ *		lock.
  *   owned	counts the olocks the thread holds: raised after one is
  *		taken, lowered before it is let go (so it may be 0 for an
  *		instruction or two while one is held, never the reverse).
@@ -545,8 +545,8 @@ kq_in_lock(void)
 /*
  * olocks (olock.c): one-word futex mutexes whose word names the owner
  * thread -- kq_lock, the datagram stripes, reg_lock, the port timers'
- * lock.  The word is the owner's token (kq_tls.token: the thread's id
- * shifted left by one, never 0 and no other live thread's: olock.c) with bit 0 set while a thread may be
+ * lock.  The word is the owner's token (kq_tls.token: a per-thread number
+ * shifted left by one, never 0) with bit 0 set while a thread may be
  * waiting, and 0 when free.  The one compare-and-swap that takes the lock
  * writes the owner, and the one exchange that releases it clears it, so
  * kq_olock_mine() is exact at every instruction: a signal handler that
@@ -561,7 +561,6 @@ void		 kq_dgram_atfork_child(void);	/* filt_fd.c */
 int		 kq_dgram_set_peek_off(int fd, const void *val,
 		     socklen_t len);			/* filt_fd.c */
 uint32_t	 kq_olock_token(void);
-void		 kq_olock_atfork_child(void);
 void		 kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c);
 int		 kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns);
 void		 kq_olock_wake(_Atomic uint32_t *w);

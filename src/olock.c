@@ -21,78 +21,25 @@
 
 #include "kq_int.h"
 
-/* Generations of tokens (see below), in the bits above a thread id
-   (PID_MAX_LIMIT is 2^22): the token, shifted, keeps 32 bits. */
-#define OLOCK_GENS	512u
-
-/* The process (low 32 bits) and its generation (high 32 bits). */
-static _Atomic uint64_t olock_era;
-
-/* This process's generation: a new one once the pid has changed. */
-static uint32_t
-olock_gen(void)
-{
-	uint64_t e = atomic_load_explicit(&olock_era, memory_order_relaxed);
-	uint32_t pid = (uint32_t)getpid();
-
-	while ((uint32_t)e != pid)
-		if (atomic_compare_exchange_weak_explicit(&olock_era, &e,
-		    ((e >> 32) + 1) << 32 | pid, memory_order_relaxed,
-		    memory_order_relaxed))
-			break;
-	return (uint32_t)(atomic_load_explicit(&olock_era,
-	    memory_order_relaxed) >> 32) % OLOCK_GENS;
-}
+static _Atomic uint32_t olock_tokens = 1;
 
 /*
- * Draw this thread's token: its thread id and the process's generation,
- * shifted.  The kernel gives no two live threads of a process the same
- * id, and a thread holds kq's locks only while it lives, so no two
- * threads that may hold or judge a lock share a token, however many
- * threads a long run makes.  (Until session 27 a counter drew them, and
- * wrapped after 2^31 threads -- a day or two of a server that makes a
- * thread per connection; then a thread could take another's lock for its
- * own: a datagram count cut to its first datagram, a spurious EDEADLK
- * from timer_create, a fork child that kept reg_lock shut.)
- *
- * Two kinds of thread hold a token that is not of their own id.  A fork
- * child's thread keeps the one it had in the parent, so that the locks it
- * held there stay its own (kq_olock_mine); and a vfork() child, which
- * runs on its parent's thread's memory, may store its own there.  Once
- * that id's thread ends, the kernel may give the id to a new thread of
- * the process.  So the generation moves on whenever the process's pid is
- * not the one it was drawn in -- in the child's fork handler, at the first
- * draw of a child made without the handlers (_Fork, clone), at the first
- * draw in a vfork child and again at the parent's next -- and the new
- * thread's token differs in it.  (Only if the generation came round, 512
- * such changes later, with the id given again, could two tokens meet.)
- *
- * A signal handler that forks between the id's read and its store leaves
- * the parent's id to be stored in the child: read again, it is drawn
- * again.  Once the thread stores a token, it holds no lock yet.
- * Async-signal-safe.
+ * Draw this thread's token.  A signal handler that interrupts the first
+ * draw may draw one of its own: the handler's locks are all released when
+ * it returns, and whichever token is stored last is this thread's from
+ * then on.
  */
 uint32_t
 kq_olock_token(void)
 {
-	pid_t tid;
 	uint32_t t;
 
-	do {
-		tid = (pid_t)syscall(SYS_gettid);
-		t = ((uint32_t)tid | olock_gen() << 22) << 1;
-		kq_tls.token = t;
-		atomic_signal_fence(memory_order_seq_cst);
-	} while ((pid_t)syscall(SYS_gettid) != tid);
-	return t;
-}
-
-/* fork() child, its only thread: the token it keeps is the parent's
-   generation's; the child's threads draw in the next one. */
-void
-kq_olock_atfork_child(void)
-{
-	(void)olock_gen();
+	do
+		t = atomic_fetch_add(&olock_tokens, 1) & 0x7fffffffu;
+	while (t == 0);
+	kq_tls.token = t << 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	return t << 1;
 }
 
 /*

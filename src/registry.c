@@ -900,7 +900,6 @@ reg_atfork_child(void)
 	 */
 	sigfillset(&all);
 	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
-	kq_olock_atfork_child();
 	for (i = 0; i < REG_TOP; i++) {
 		_Atomic(struct kqueue *) *chunk = atomic_load(&kq_reg_top[i]);
 
