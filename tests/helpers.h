@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <sys/event.h>
 #include <cmocka.h>
+#include "inherited.h"
 
 /*
  * A test's forked child ends with T_EXIT(), never a bare _exit(): in the
@@ -347,7 +348,8 @@ t_count_links(const char *prefix)
 	while ((e = readdir(d)) != NULL) {
 		ssize_t l;
 
-		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d) ||
+		    t_inherited(atoi(e->d_name)))
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
 		l = readlink(path, target, sizeof(target) - 1);

@@ -21,7 +21,7 @@ for f in tests/attack/a*.c; do
 	if timeout -k 5 120 "$out/$n" $arg >"$out/$n.log" 2>&1; then
 		echo "attack $n: ok"; pass=$((pass + 1))
 	else
-		echo "attack $n: FAILED (rc=$?)"; tail -5 "$out/$n.log"; fail=$((fail + 1))
+		echo "attack $n: FAILED (rc=$?)"; tail -5 "$out/$n.log" | sed "s/^/  $n: /"; fail=$((fail + 1))
 	fi
 done
 rm -rf "$out"

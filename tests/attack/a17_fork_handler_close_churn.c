@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 
 #include "churn.h"
+#include "../inherited.h"
 
 static atomic_int forks, badchild, slowfork;
 static double maxfork;	/* seconds, the longest fork() */
@@ -53,7 +54,8 @@ child_has_kq_fds(void)
 
 			memcpy(&reclen, buf + o + 16, sizeof(reclen));
 			o += reclen;
-			if (name[0] == '.' || atoi(name) == d)
+			if (name[0] == '.' || atoi(name) == d ||
+			    t_inherited(atoi(name)))
 				continue;
 			snprintf(p, sizeof(p), "/proc/self/fd/%s", name);
 			if ((r = readlink(p, l, sizeof(l) - 1)) < 0)

@@ -31,6 +31,8 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
+#include "../inherited.h"
+
 #define NK	2
 static _Atomic int slot[NK];
 static atomic_int stop, forks, slow, badkids;
@@ -69,7 +71,7 @@ child_has_kq_fds(void)
 			memcpy(&reclen, buf + o + 16, sizeof(reclen));
 			o += reclen;
 			if (name[0] == '.' || (fd = atoi(name)) == d ||
-			    fd == port)
+			    fd == port || t_inherited(fd))
 				continue;
 			snprintf(p, sizeof(p), "/proc/self/fd/%s", name);
 			if ((r = readlink(p, l, sizeof(l) - 1)) < 0)

@@ -26,6 +26,8 @@
 #include <sys/event.h>
 #include <sys/wait.h>
 
+#include "../inherited.h"
+
 static int kq1, kq2, pp[2];
 static atomic_int stop;
 
@@ -82,7 +84,7 @@ child_check(void)
 		ssize_t n;
 		int fd = atoi(e->d_name);
 
-		if (e->d_name[0] == '.' || fd == dirfd(d))
+		if (e->d_name[0] == '.' || fd == dirfd(d) || t_inherited(fd))
 			continue;
 		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
 		n = readlink(p, l, sizeof(l) - 1);
