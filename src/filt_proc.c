@@ -77,6 +77,8 @@
 #define PN_DRAINED	0x40	/* NOTE_TRACK: forks read before the exit */
 #define PN_CNPART	0x80	/* PN_CNEXIT came while the process ran: a
 				   later exit of its threads has the status */
+#define PN_CNONLY	0x100	/* NOTE_TRACK child reaped before its fork
+				   was read: no pidfd, the connector alone */
 
 struct procnote {
 	struct knote	pn_kn;
@@ -92,9 +94,10 @@ struct procnote {
 					   after it are of a process that
 					   reused the pid */
 	uint64_t	pn_opened;	/* when the pidfd was opened */
-	uint64_t	pn_reusets;	/* PN_CNEXIT: when a process was forked
-					   under the pid after the exit (0: no
-					   such fork read) */
+	uint64_t	pn_reusets;	/* PN_CNEXIT or PN_CNONLY: when a
+					   process was forked under the pid
+					   after the exit (0: no such fork
+					   read) */
 	int64_t		pn_waituntil;	/* PN_EXITWAIT: when it stops waiting */
 };
 
@@ -235,8 +238,10 @@ proc_mark_exit(struct procnote *pn, int64_t status)
 	if (pn->pn_state & PN_EXITED)
 		return;
 	pn->pn_state |= PN_EXITED;
-	/* PN_EXITWAIT: the exit was seen while NOTE_EXIT was asked for. */
-	if ((kn->kn_sfflags & NOTE_EXIT) || (pn->pn_state & PN_EXITWAIT)) {
+	/* PN_EXITWAIT: the exit was seen while NOTE_EXIT was asked for
+	   (not so for PN_CNONLY: filt_procattach_made). */
+	if ((kn->kn_sfflags & NOTE_EXIT) ||
+	    (pn->pn_state & (PN_EXITWAIT | PN_CNONLY)) == PN_EXITWAIT) {
 		pn->pn_fflags |= NOTE_EXIT;
 		pn->pn_data = status >= 0 ? status :
 		    kq_proc_status(pn->pn_pidfd, (pid_t)kn->kn_ident,
@@ -274,6 +279,21 @@ proc_await_cn(struct kqueue *kq, struct procnote *pn, int64_t *status)
 }
 
 /*
+ * The exit of pn's process awaits its status from the connector until
+ * when (PN_EXITWAIT); kq_proc_exitwait ends the wait.
+ */
+static void
+proc_await(struct kqueue *kq, struct procnote *pn, int64_t when)
+{
+	pn->pn_state |= PN_EXITWAIT;
+	pn->pn_waituntil = when;
+	if (kq->kq_exitwait == 0 || when < kq->kq_exitwait) {
+		kq->kq_exitwait = when;
+		kq_timer_wake(kq);
+	}
+}
+
+/*
  * Has the process of pn exited (and may that be reported)?  While the
  * status is awaited from the connector (PN_EXITWAIT) the answer is no;
  * proc_cn_handle or proc_cn_lost finish the exit.
@@ -285,15 +305,9 @@ proc_check_exit(struct kqueue *kq, struct procnote *pn)
 
 	if (!(pn->pn_state & (PN_EXITED | PN_EXITWAIT)) &&
 	    pn->pn_pidfd >= 0 && kq_pidfd_exited(pn->pn_pidfd)) {
-		if (proc_await_cn(kq, pn, &status)) {
-			pn->pn_state |= PN_EXITWAIT;
-			pn->pn_waituntil = kq_now_ns() + PN_CNWAIT_NS;
-			if (kq->kq_exitwait == 0 ||
-			    pn->pn_waituntil < kq->kq_exitwait) {
-				kq->kq_exitwait = pn->pn_waituntil;
-				kq_timer_wake(kq);
-			}
-		} else
+		if (proc_await_cn(kq, pn, &status))
+			proc_await(kq, pn, kq_now_ns() + PN_CNWAIT_NS);
+		else
 			proc_mark_exit(pn, status);
 	}
 	return (pn->pn_state & PN_EXITED) != 0;
@@ -433,11 +447,15 @@ proc_track(struct kqueue *kq, struct procnote *pn, uint32_t child,
  * from then on is the new process's.  With no such fork read (it may
  * have been lost with a dropped message), a pidfd opened after that exit
  * may name a process that reused the pid (a tracked child kq attached
- * late: helper 30's F2): its events are taken for that process's.
+ * late: helper 30's F2): its events are taken for that process's.  A
+ * connector-only knote (PN_CNONLY) has no pidfd: only a fork under its
+ * pid read after its own (pn_reusets) tells.
  */
 static int
 proc_reused(const struct procnote *pn, uint64_t ts)
 {
+	if ((pn->pn_state & PN_CNONLY) && pn->pn_reusets != 0)
+		return ts > pn->pn_reusets;
 	if (!(pn->pn_state & PN_CNEXIT) || ts <= pn->pn_exitts)
 		return 0;
 	if (pn->pn_reusets != 0)
@@ -470,6 +488,21 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 			pn->pn_reusets = ts;
 			if (!(pn->pn_state & PN_EXITED)) {
 				proc_mark_exit(pn, pn->pn_cnstatus);
+				proc_wake(kq, pn);
+			}
+		} else if (pn != NULL && (pn->pn_state & PN_CNONLY) &&
+		    ts > pn->pn_since && pn->pn_reusets == 0) {
+			/*
+			 * A connector-only knote's process was gone when its
+			 * own fork (pn_since) was read, so this is a new one
+			 * under its pid, and its exit, unless read already,
+			 * was lost (attack helper 43's D4).
+			 */
+			pn->pn_reusets = ts;
+			if (!(pn->pn_state & PN_EXITED)) {
+				if (!(pn->pn_state & PN_CNEXIT))
+					pn->pn_fflags |= NOTE_TRACKERR;
+				proc_mark_exit(pn, -1);
 				proc_wake(kq, pn);
 			}
 		}
@@ -537,7 +570,9 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 /*
  * Messages were lost (ENOBUFS): forks may have gone unseen, so every
  * tracking knote reports NOTE_TRACKERR; an exit awaiting its status from
- * the connector is reported with the best status left.
+ * the connector is reported with the best status left -- but for a
+ * connector-only knote's (PN_CNONLY), which ends its wait as set
+ * (its message, sent before the loss, may still be queued).
  */
 static void
 proc_cn_lost(struct kqueue *kq)
@@ -549,7 +584,8 @@ proc_cn_lost(struct kqueue *kq)
 		for (kn = kq->kq_hash[b]; kn != NULL; kn = kn->kn_link) {
 			if (kn->kn_filter != EVFILT_PROC)
 				continue;
-			if (PN(kn)->pn_state & PN_EXITWAIT)
+			if ((PN(kn)->pn_state & (PN_EXITWAIT | PN_CNONLY)) ==
+			    PN_EXITWAIT)
 				proc_mark_exit(PN(kn), -1);
 			else if ((kn->kn_sfflags & NOTE_TRACK) &&
 			    !(PN(kn)->pn_state & PN_EXITED))
@@ -649,6 +685,9 @@ kq_proc_exitwait(struct kqueue *kq)
 			when = pn->pn_waituntil;
 			if (now >= when && (drained ||
 			    kq->kq_cnseen >= (uint64_t)when)) {
+				if ((pn->pn_state & (PN_CNONLY | PN_CNEXIT)) ==
+				    PN_CNONLY)
+					pn->pn_fflags |= NOTE_TRACKERR;
 				proc_mark_exit(pn, -1);
 				proc_wake(kq, pn);
 				continue;
@@ -849,6 +888,18 @@ filt_procattach_made(struct kqueue *kq, struct knote *kn)
 		 */
 		kn->kn_flags = (kn->kn_flags & ~EV_FLAG1) | EV_CLEAR;
 		pn->pn_since = (uint64_t)kq_now_ns();
+		/*
+		 * Its exit may be lost with messages the kernel dropped, and
+		 * nothing else would end the knote (attack helper 43's D4):
+		 * it awaits the exit as a pidfd's would (PN_EXITWAIT), and
+		 * once the connector was read to its end or past the wait
+		 * without it, ends with NOTE_TRACKERR and the best status
+		 * left (kq_proc_exitwait).  Its other events all came before
+		 * the reaping; the exit's message may come just after it
+		 * (do_exit: exit_notify, then proc_exit_connector).
+		 */
+		pn->pn_state |= PN_CNONLY;
+		proc_await(kq, pn, (int64_t)pn->pn_since + PN_CNWAIT_NS);
 		return 0;
 	}
 	kn->kn_flags &= ~EV_FLAG1;
