@@ -74,7 +74,7 @@ LIB_EXPORTS := kqueue kqueuex kqueue1 kevent sigaction signal bsd_signal \
 	port_get port_getn port_alert \
 	timer_create timer_settime timer_gettime timer_getoverrun timer_delete
 ifneq ($(filter fault cov,$(SAN)),)
-LIB_EXPORTS += kq_fault_set kq_fault_count
+LIB_EXPORTS += kq_fault_set kq_fault_count kq_olock_token_next
 endif
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(B)/obj/%.o)
 LIB_HDRS := $(wildcard src/*.h) include/sys/event.h include/port.h
@@ -144,9 +144,15 @@ $(B)/tests/fault-sweep: tests/fault-sweep.c $(TEST_HDRS) $(B)/libkq.a include/sy
 	@mkdir -p $(dir $@)
 	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a $(LDLIBS_T)
 
+# Lock tokens drawn 2^31 and 2^32 apart (the same builds' hook,
+# kq_olock_token_next).
+$(B)/tests/token-wrap: tests/token-wrap.c $(B)/libkq.a include/sys/event.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASECFLAGS) $(CFLAGS) -Itests -o $@ $< $(B)/libkq.a $(LDLIBS_T)
+
 tests: $(TEST_BINS) $(B)/tests/fuzz-diff
 ifneq ($(filter fault cov,$(SAN)),)
-tests: $(B)/tests/fault-sweep
+tests: $(B)/tests/fault-sweep $(B)/tests/token-wrap
 endif
 
 check: tests
@@ -158,8 +164,9 @@ check-model: $(B)/tests/fuzz-diff
 	$(B)/tests/fuzz-diff
 
 check-fault:
-	$(MAKE) SAN=fault build-fault/tests/fault-sweep
+	$(MAKE) SAN=fault build-fault/tests/fault-sweep build-fault/tests/token-wrap
 	build-fault/tests/fault-sweep
+	build-fault/tests/token-wrap
 
 check-sanitize:
 	$(MAKE) SAN=asan tests

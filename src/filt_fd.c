@@ -207,7 +207,7 @@ eventfd_count(int fd, uint64_t *v)
 #define DG_TRIES	3
 #define DG_XWAIT_NS	50000000 /* for another process's walk (xlock.c) */
 
-static _Atomic uint32_t dg_stripe[DG_STRIPES];	/* olocks */
+static kq_olock_t dg_stripe[DG_STRIPES];	/* olocks */
 
 /*
  * In a fork() child (registry.c): a stripe held by a thread that is not in
@@ -238,7 +238,7 @@ kq_dgram_atfork_child(void)
 static int
 dg_lock(int fd, int block, int64_t xwait, int *xheld)
 {
-	_Atomic uint32_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
+	kq_olock_t *lk = &dg_stripe[(unsigned int)fd % DG_STRIPES];
 
 	*xheld = 0;
 	if (kq_olock_mine(lk))

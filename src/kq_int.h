@@ -280,12 +280,19 @@ struct kqsrc {
 struct kn_empty;
 
 /*
+ * An olock's word (see kq_olock_lock below): 64 bits, so that the
+ * tokens that name owners never wrap (olock.c).
+ */
+typedef _Atomic uint64_t kq_olock_t;
+_Static_assert(sizeof(kq_olock_t) == 8, "an olock is one 64-bit word");
+
+/*
  * The fields kevent() reads on every call come first: the first cache line
  * (up to kq_port) and the second (up to kq_empty) are what a wake-up
  * touches of it (the structure is 64-byte aligned, registry.c).
  */
 struct kqueue {
-	_Atomic uint32_t kq_lock;	/* KQ_LOCK: an olock (olock.c) */
+	kq_olock_t	 kq_lock;	/* KQ_LOCK: an olock (olock.c) */
 	_Atomic uint32_t kq_refs;	/* the registry's, plus one per kevent()
 					   call that waits unlocked or found the
 					   kqueue through a dup() */
@@ -306,6 +313,8 @@ struct kqueue {
 					   takes them too), and are never
 					   written, closed or otherwise used: they
 					   leak if they were still open */
+	int		 kq_epfirst;	/* start the next collection with the
+					   epoll set (alternates: fairness) */
 	struct knlist	 kq_head;	/* active list (userspace-tracked) */
 	int		 kq_count;	/* knotes on kq_head, less the dropped */
 	int		 kq_ndrop;	/* dropped knotes still on kq_head
@@ -316,8 +325,6 @@ struct kqueue {
 					   2: and owes a ring, kq_bell_owe) */
 	int		 kq_zombie;	/* an unremovable registration exists:
 					   rebuild the epoll set (kevent.c) */
-	int		 kq_epfirst;	/* start the next collection with the
-					   epoll set (alternates: fairness) */
 	uint64_t	 kq_scanid;	/* bumped as every kq_scan begins and
 					   as it ends, under kq_lock: names
 					   the collection that holds the lock
@@ -439,7 +446,8 @@ struct kqueue {
  *   closing	close.c: inside close() or one of its kin, which frees
  *		nothing then (kq_free, defer.c).
  *   token	the thread's olock token (kq_olock_me), 0 until its first
- *		lock.
+ *		lock; 64 bits, so no two threads of a process ever share
+ *		one (olock.c).
  *   owned	counts the olocks the thread holds: raised after one is
  *		taken, lowered before it is let go (so it may be 0 for an
  *		instruction or two while one is held, never the reverse).
@@ -448,12 +456,12 @@ struct kqueue {
  * Only the thread itself and its signal handlers touch it.
  */
 struct kq_tls {
+	uint64_t	token;
 	int		locks;
 	int		async_owed;
 	unsigned	sig_quiet;
 	unsigned	sig_runs;
 	int		closing;
-	uint32_t	token;
 	int		owned;
 } __attribute__((aligned(16)));
 extern _Thread_local struct kq_tls kq_tls __attribute__((tls_model("initial-exec")));
@@ -545,9 +553,10 @@ kq_in_lock(void)
 /*
  * olocks (olock.c): one-word futex mutexes whose word names the owner
  * thread -- kq_lock, the datagram stripes, reg_lock, the port timers'
- * lock.  The word is the owner's token (kq_tls.token: a per-thread number
- * shifted left by one, never 0) with bit 0 set while a thread may be
- * waiting, and 0 when free.  The one compare-and-swap that takes the lock
+ * lock.  The word (64 bits) is the owner's token (kq_tls.token: a
+ * per-thread number shifted left by one, never 0) with bit 0 set while a
+ * thread may be waiting, and 0 when free; the futex is its low half,
+ * which holds that bit.  The one compare-and-swap that takes the lock
  * writes the owner, and the one exchange that releases it clears it, so
  * kq_olock_mine() is exact at every instruction: a signal handler that
  * interrupted its thread holding the lock knows it (and fails with
@@ -560,24 +569,27 @@ kq_in_lock(void)
 void		 kq_dgram_atfork_child(void);	/* filt_fd.c */
 int		 kq_dgram_set_peek_off(int fd, const void *val,
 		     socklen_t len);			/* filt_fd.c */
-uint32_t	 kq_olock_token(void);
-void		 kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c);
-int		 kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns);
-void		 kq_olock_wake(_Atomic uint32_t *w);
+uint64_t	 kq_olock_token(void);
+#ifdef KQ_FAULT
+void		 kq_olock_token_next(uint64_t t);	/* test build only */
+#endif
+void		 kq_olock_wait(kq_olock_t *w, uint64_t me, uint64_t c);
+int		 kq_olock_timedlock(kq_olock_t *w, int64_t ns);
+void		 kq_olock_wake(kq_olock_t *w);
 
 /* This thread's token, shifted (never 0). */
-static inline uint32_t
+static inline uint64_t
 kq_olock_me(void)
 {
-	uint32_t me = kq_tls.token;
+	uint64_t me = kq_tls.token;
 
 	return __builtin_expect(me != 0, 1) ? me : kq_olock_token();
 }
 
 static inline void
-kq_olock_lock(_Atomic uint32_t *w)
+kq_olock_lock(kq_olock_t *w)
 {
-	uint32_t me = kq_olock_me(), c = 0;
+	uint64_t me = kq_olock_me(), c = 0;
 
 	if (!atomic_compare_exchange_strong_explicit(w, &c, me,
 	    memory_order_acquire, memory_order_relaxed))
@@ -588,9 +600,9 @@ kq_olock_lock(_Atomic uint32_t *w)
 
 /* Take the lock only if it is free; never waits.  Returns 1 if taken. */
 static inline int
-kq_olock_trylock(_Atomic uint32_t *w)
+kq_olock_trylock(kq_olock_t *w)
 {
-	uint32_t c = 0;
+	uint64_t c = 0;
 
 	if (!atomic_compare_exchange_strong_explicit(w, &c, kq_olock_me(),
 	    memory_order_acquire, memory_order_relaxed))
@@ -601,7 +613,7 @@ kq_olock_trylock(_Atomic uint32_t *w)
 }
 
 static inline void
-kq_olock_unlock(_Atomic uint32_t *w)
+kq_olock_unlock(kq_olock_t *w)
 {
 	atomic_signal_fence(memory_order_seq_cst);
 	kq_tls.owned--;
@@ -612,9 +624,9 @@ kq_olock_unlock(_Atomic uint32_t *w)
 /* Does this thread hold the lock (not: is it waiting for it)?  A thread
    without a token yet holds none. */
 static inline int
-kq_olock_mine(_Atomic uint32_t *w)
+kq_olock_mine(kq_olock_t *w)
 {
-	uint32_t me = kq_tls.token;
+	uint64_t me = kq_tls.token;
 
 	return me != 0 &&
 	    (atomic_load_explicit(w, memory_order_relaxed) >> 1) == (me >> 1);

@@ -21,7 +21,17 @@
 
 #include "kq_int.h"
 
-static _Atomic uint32_t olock_tokens = 1;
+/*
+ * The next token.  63 bits: drawn once per thread, they do not come round
+ * in the life of any process (2^63 threads), so no two live threads of a
+ * process share one.  (With 31 bits they came round after 2^31 threads,
+ * a day or two of a server that makes a thread per connection, and a
+ * thread could then take another's lock for its own.)  Tokens are not
+ * thread ids: a fork child's thread keeps its token, and a vfork child
+ * runs on its parent's thread, so ids come back to new threads while the
+ * old token lives on (docs/DESIGN.md, "The token and long runs").
+ */
+static _Atomic uint64_t olock_tokens = 1;
 
 /*
  * Draw this thread's token.  A signal handler that interrupts the first
@@ -29,17 +39,42 @@ static _Atomic uint32_t olock_tokens = 1;
  * it returns, and whichever token is stored last is this thread's from
  * then on.
  */
-uint32_t
+uint64_t
 kq_olock_token(void)
 {
-	uint32_t t;
+	uint64_t t;
 
 	do
-		t = atomic_fetch_add(&olock_tokens, 1) & 0x7fffffffu;
+		t = atomic_fetch_add(&olock_tokens, 1) &
+		    (UINT64_MAX >> 1);
 	while (t == 0);
 	kq_tls.token = t << 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	return t << 1;
+}
+
+#ifdef KQ_FAULT
+/* The test build's hook (tests/token-wrap.c): the next token drawn. */
+KQ_EXPORT void
+kq_olock_token_next(uint64_t t)
+{
+	atomic_store(&olock_tokens, t);
+}
+#endif
+
+/*
+ * The futex of an olock: the low half of its word, which holds the
+ * waiter bit.  Another owner may give the half the same value (tokens
+ * 2^31 apart) while a waiter goes to sleep on it: that owner took the
+ * lock with the waiter bit set, so its release wakes the sleeper all the
+ * same; a word that changed to anything else, 0 included, has a
+ * different low half and the sleep does not begin.
+ */
+static uint32_t *
+olock_futex(kq_olock_t *w)
+{
+	return (uint32_t *)(void *)w +
+	    (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
 }
 
 /*
@@ -61,7 +96,7 @@ kq_olock_token(void)
 /* Take the lock, waiting until the monotonic time end (never if end is
    negative): 1 if taken, 0 if end came first. */
 static int
-olock_wait_until(_Atomic uint32_t *w, uint32_t me, uint32_t c, int64_t end)
+olock_wait_until(kq_olock_t *w, uint64_t me, uint64_t c, int64_t end)
 {
 	struct timespec left;
 	int64_t rest;
@@ -84,30 +119,31 @@ olock_wait_until(_Atomic uint32_t *w, uint32_t me, uint32_t c, int64_t end)
 		    &c, c | 1, memory_order_relaxed, memory_order_relaxed))
 			continue;
 		if (end < 0)
-			syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, NULL,
-			    NULL, 0);
+			syscall(SYS_futex, olock_futex(w), FUTEX_WAIT_PRIVATE,
+			    (uint32_t)(c | 1), NULL, NULL, 0);
 		else {
 			if ((rest = end - kq_now_ns()) <= 0)
 				return 0;
 			left.tv_sec = (time_t)(rest / 1000000000);
 			left.tv_nsec = (long)(rest % 1000000000);
-			syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c | 1, &left,
-			    NULL, 0);
+			syscall(SYS_futex, olock_futex(w), FUTEX_WAIT_PRIVATE,
+			    (uint32_t)(c | 1), &left, NULL, 0);
 		}
 		c = atomic_load_explicit(w, memory_order_relaxed);
 	}
 }
 
 void
-kq_olock_wait(_Atomic uint32_t *w, uint32_t me, uint32_t c)
+kq_olock_wait(kq_olock_t *w, uint64_t me, uint64_t c)
 {
 	(void)olock_wait_until(w, me, c, -1);
 }
 
 void
-kq_olock_wake(_Atomic uint32_t *w)
+kq_olock_wake(kq_olock_t *w)
 {
-	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	syscall(SYS_futex, olock_futex(w), FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
+	    0);
 }
 
 /*
@@ -117,9 +153,9 @@ kq_olock_wake(_Atomic uint32_t *w)
  * (kevent.c, kq_enter_lock); async-signal-safe.
  */
 int
-kq_olock_timedlock(_Atomic uint32_t *w, int64_t ns)
+kq_olock_timedlock(kq_olock_t *w, int64_t ns)
 {
-	uint32_t me = kq_olock_me(), c = 0;
+	uint64_t me = kq_olock_me(), c = 0;
 
 	if (!atomic_compare_exchange_strong_explicit(w, &c, me,
 	    memory_order_acquire, memory_order_relaxed) &&

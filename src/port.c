@@ -395,7 +395,7 @@ struct ptimer {
 };
 
 static _Atomic(struct ptimer *) pt_tab[PT_TOP];
-static _Atomic uint32_t pt_lock;	/* an olock (olock.c) */
+static kq_olock_t pt_lock;	/* an olock (olock.c) */
 
 struct tnote {
 	struct knote	 tn_kn;

@@ -44,7 +44,7 @@
 #include "sigshim.h"
 
 _Atomic(struct kqueue *) *_Atomic kq_reg_top[REG_TOP];
-static _Atomic uint32_t reg_lock;	/* an olock (olock.c) */
+static kq_olock_t reg_lock;	/* an olock (olock.c) */
 static struct kqueue *pool_free;	/* under reg_lock */
 static struct kqueue *fork_orphans;	/* kqueues abandoned in a fork child */
 

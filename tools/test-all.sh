@@ -20,7 +20,9 @@
 # against the reference model (tests/fuzz-diff.c; KQ_MODEL_SECONDS, default
 # 60, for its random part), the fault-injection sweep (the SAN=fault
 # build, tests/fault-sweep.c: every filter with the k-th allocation,
-# descriptor creation or blocking wait failing; about 40 s), the libFuzzer
+# descriptor creation or blocking wait failing; about 40 s), two threads
+# whose lock tokens are drawn 2^31 and 2^32 apart (tests/token-wrap.c, the
+# same build's hook; about 1 s), the libFuzzer
 # targets tests/fuzz/fuzz-kevent.c and tests/fuzz/fuzz-port.c (event ports)
 # under ASan+UBSan (tools/fuzz-run.sh; KQ_FUZZ_SECONDS, default 60, each)
 # and the line coverage of src/ by the tests,
@@ -79,8 +81,9 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktra
 step "tests (asan+ubsan)" bash -c "tools/run-tests.sh build-asan | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "attack reproducers (asan+ubsan)" bash -c "tools/attack-run.sh build-asan cc -fsanitize=address,undefined -fno-sanitize-recover=undefined | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "model differential test (asan+ubsan, CI seeds)" bash -c "KQ_MODEL_SECONDS=0 build-asan/tests/fuzz-diff | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
-step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep
+step "build fault injection (asan+ubsan, -DKQ_FAULT)" make -j"$JOBS" WERROR=1 SAN=fault build-fault/tests/fault-sweep build-fault/tests/token-wrap
 step "fault injection sweep (every filter; k-th alloc/fd/blocking wait fails)" bash -c "timeout 600 build-fault/tests/fault-sweep | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
+step "lock tokens drawn 2^31 and 2^32 apart (the fault build's hook)" bash -c "timeout 120 build-fault/tests/token-wrap | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "fuzz (libFuzzer, asan+ubsan: regression inputs and seeds; ${KQ_FUZZ_SECONDS:-60}s exploratory)" bash -c "KQ_FUZZ_EXPLORE=1 tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 step "fuzz the port front end (libFuzzer, asan+ubsan: seeds; ${KQ_FUZZ_SECONDS:-60}s exploratory)" bash -c "KQ_FUZZ_TARGET=port KQ_FUZZ_EXPLORE=1 tools/fuzz-run.sh | tee $log; exit \${PIPESTATUS[0]}"; sum "$log"
 # The coverage gate: below KQ_COV_MIN percent of src/'s lines the step fails
