@@ -1458,15 +1458,19 @@ wait:
 }
 
 /*
- * kqfd is not in the registry: EBADF if it is not an open descriptor,
- * EINVAL if it is one but not a kqueue (as FreeBSD's kqueue_acquire), or
- * the kqueue it is a dup() of.
+ * kqfd is not in the registry: EBADF if it is not an open descriptor or
+ * is one of a kqueue's own (the program never opened it), EINVAL if it
+ * is one but not a kqueue (as FreeBSD's kqueue_acquire), or the kqueue it
+ * is a dup() of.  No lock held, or only a kqueue's (kq_registry_internal
+ * takes reg_lock after it).
  */
 static struct kqueue *
 kq_lookup_slow(int kqfd, int *error)
 {
-	if (kqfd < 0 || !kq_fd_valid((uintptr_t)kqfd)) {
-		*error = EBADF;
+	if (kqfd < 0 || !kq_fd_valid((uintptr_t)kqfd) ||
+	    (kq_fdinternal((uintptr_t)kqfd) &&
+	    kq_registry_internal(kqfd, NULL))) {
+		*error = EBADF;	/* closed, or not a number the program opened */
 		return NULL;
 	}
 	*error = EINVAL;
@@ -1520,7 +1524,7 @@ struct kqueue *
 kq_enter(int kqfd, int *held, int *error)
 {
 	struct kqueue *kq = kq_registry_peek(kqfd);
-	int handler = kq_in_lock();
+	int handler = kq_in_lock(), tries;
 
 	/*
 	 * A signal handler that interrupted this thread inside the
@@ -1551,22 +1555,48 @@ kq_enter(int kqfd, int *held, int *error)
 		}
 		KQ_UNLOCK(kq);
 	}
-	if ((kq = kq_lookup_slow(kqfd, error)) == NULL)
-		return NULL;
-	if ((__builtin_expect(handler, 0) && kq_olock_mine(&kq->kq_lock)) ||
-	    !kq_enter_lock(kq, handler)) {
-		kq_release(kq);
-		*error = EDEADLK;
-		return NULL;
-	}
-	*held = 1;
-	if (kq->kq_dead) {
+	for (tries = 0;; tries++) {
+		if ((kq = kq_lookup_slow(kqfd, error)) == NULL)
+			return NULL;
+		if ((__builtin_expect(handler, 0) &&
+		    kq_olock_mine(&kq->kq_lock)) ||
+		    !kq_enter_lock(kq, handler)) {
+			kq_release(kq);
+			*error = EDEADLK;
+			return NULL;
+		}
+		if (kq->kq_dead) {
+			KQ_UNLOCK(kq);
+			kq_release(kq);
+			*error = EBADF;
+			return NULL;
+		}
+		/*
+		 * The alias was found with no lock held, and a number may
+		 * hold kq's set without being the program's: kq_waitfd for
+		 * good, and for a moment the new set of a rebuild, made at
+		 * the lowest free number -- often one the program has just
+		 * closed and still passes -- before it is dup3()'d over
+		 * kq_fd and closed (kq_rebuild_set, under kq's lock).  A
+		 * call on such a number took it for a dup() and changed kq:
+		 * a9's changes to a kqueue it had closed went to another
+		 * that watched it (attack helper 50).  Under the lock, the
+		 * number is a dup() of the program's only if it is none of
+		 * kq's own and still holds kq's set; if not, it is looked
+		 * up again (closed: EBADF; another file: EINVAL).
+		 */
+		if (!kq_intfd_has(kq, (uintptr_t)kqfd) &&
+		    fd_same_file(kqfd, kq->kq_fd)) {
+			*held = 1;
+			return kq;
+		}
 		KQ_UNLOCK(kq);
 		kq_release(kq);
-		*error = EBADF;
-		return NULL;
+		if (tries == 2) {
+			*error = EBADF;
+			return NULL;
+		}
 	}
-	return kq;
 }
 
 /*

@@ -974,6 +974,44 @@ change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 }
 
 /*
+ * Nor is such a number a kqueue to kevent(): one of them is a duplicate
+ * of the kqueue's own epoll set (the descriptor its waits sleep on), so
+ * it holds the kqueue's open file, yet the program never made it a dup()
+ * of the kqueue.  Changes and waits on each fail with EBADF, and change
+ * nothing: a trigger sent through one reaches no knote of the kqueue's.
+ */
+static void
+kevent_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, fd, n = 0;
+	struct kevent ch, ev[4];
+	struct timespec zero = { 0, 0 };
+
+	(void)state;
+	open_fds(before);
+	kq = t_new_kq();
+	t_change(kq, 2, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024; fd++) {
+		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
+			continue;
+		n++;
+		EV_SET(&ch, 2, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+		errno = 0;
+		assert_int_equal(kevent(fd, &ch, 1, NULL, 0, NULL), -1);
+		assert_int_equal(errno, EBADF);
+		errno = 0;
+		assert_int_equal(kevent(fd, NULL, 0, ev, 4, &zero), -1);
+		assert_int_equal(errno, EBADF);
+	}
+#ifdef __linux__
+	assert_true(n >= 2);	/* at least its set's duplicate, doorbell */
+#endif
+	assert_int_equal(kevent(kq, NULL, 0, ev, 4, &zero), 0);
+}
+
+/*
  * The same seen from another kqueue: the numbers a kqueue opened for
  * itself (here also the epoll set behind its EVFILT_EMPTY knotes, and the
  * signal eventfd all kqueues share) are closed numbers to every kqueue of
@@ -1417,6 +1455,7 @@ main(void)
 		cmocka_unit_test(many_reused_numbers_do_not_make_waits_spin),
 		cmocka_unit_test(socket_below_low_water_mark_sleeps_in_every_mode),
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
+		cmocka_unit_test(kevent_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(numbers_of_a_kqueue_closed_raw_are_the_programs_again),
 		cmocka_unit_test(kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw),

@@ -4,7 +4,8 @@
  * EV_ADD/EV_DELETE pipes, timers and user events on it, an outer kqueue
  * watches its number (EVFILT_READ on a kqueue: kq_pending on a recycled
  * object), and a dup of it is used.  Every call must return within 1 s of
- * its timeout; no crash, sanitizer report, KQ_ASSERT or descriptor leak.
+ * its timeout; no crash, sanitizer report, KQ_ASSERT or descriptor leak,
+ * and no change made on a churned number may land on the outer kqueue.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -179,6 +180,28 @@ main(int argc, char **argv)
 	{
 		struct timespec d = { 0, 100 * 1000 * 1000 };
 		nanosleep(&d, NULL);
+	}
+	/* The outer kqueue only ever got EVFILT_READ on kqueue numbers: no
+	   change the changer made on a number it had just closed may have
+	   gone to it (the number briefly held the outer's rebuilt set:
+	   attack helper 50). */
+	{
+		struct kevent d;
+		int id, bad = 0;
+
+		EV_SET(&d, pp[0], EVFILT_READ, EV_DELETE, 0, 0, NULL);
+		bad += kevent(outer, &d, 1, NULL, 0, NULL) == 0;
+		EV_SET(&d, 5, EVFILT_USER, EV_DELETE, 0, 0, NULL);
+		bad += kevent(outer, &d, 1, NULL, 0, NULL) == 0;
+		for (id = 0; id < 8; id++) {
+			EV_SET(&d, id, EVFILT_TIMER, EV_DELETE, 0, 0, NULL);
+			bad += kevent(outer, &d, 1, NULL, 0, NULL) == 0;
+		}
+		if (bad) {
+			printf("ERROR: %d knotes meant for the churned kqueues "
+			    "were on the outer one\n", bad);
+			errs++;
+		}
 	}
 	/* Expected: the outer kqueue and the current one (each its epoll
 	   set, the duplicate its waits sleep on, and its doorbell) and at
