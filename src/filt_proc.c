@@ -558,7 +558,25 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 			pn->pn_state &= ~PN_CNPART;
 		if (pn->pn_pidfd >= 0 && !(pn->pn_state & PN_EXITWAIT))
 			return;		/* the pidfd says when it is gone */
-		/* Followed by the connector alone, or awaited its status. */
+		if (pn->pn_state & PN_CNONLY) {
+			/*
+			 * Followed by the connector alone, with no pidfd to
+			 * say whether this was the last thread: the leader
+			 * may have ended first (pthread_exit), and the exits
+			 * of the threads that outlived it, which carry the
+			 * process's status, were all sent before it was
+			 * reaped, so they are read by the time the connector
+			 * is drained.  The exit is reported then, at the
+			 * next look (kq_proc_exitwait), with the latest
+			 * status (attack helper 51's D1: the leader's 0).
+			 */
+			int64_t now = kq_now_ns();
+
+			if (now < pn->pn_waituntil)
+				proc_await(kq, pn, now);
+			return;
+		}
+		/* Awaited its status. */
 		proc_mark_exit(pn, -1);
 		break;
 	default:

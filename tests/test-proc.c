@@ -1469,6 +1469,104 @@ close_of_kqueue_with_proc_knotes_leaks_no_descriptors(void **state)
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
 }
 
+/*
+ * A followed child whose main thread ends first (pthread_exit) while
+ * another thread of it goes on and calls exit(42): its NOTE_EXIT carries
+ * the process's status, 42, as wait(2) gives it -- also when its parent
+ * reaped it before kevent() read its fork, so that kq follows it through
+ * the process-events connector alone (attack helper 51's D1: the main
+ * thread's 0 was reported).
+ */
+static void *
+exit_42_later(void *arg)
+{
+	(void)arg;
+	usleep(20000);
+	exit(42);
+}
+
+static void
+tracked_child_whose_main_thread_ended_first_reports_the_process_status(
+    void **state)
+{
+	int kq = t_new_kq(), go[2], rep[2], st, i, n, notice = 0, ends = 0;
+	struct kevent ev[16];
+	struct timespec t0, t1;
+	int64_t data = -1;
+	pid_t p, c;
+	char x;
+
+	(void)state;
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(rep), 0);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		close(go[1]);
+		close(rep[0]);
+		if (read(go[0], &x, 1) != 1)
+			T_EXIT(100);
+		if ((c = fork()) == 0) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, exit_42_later, NULL) != 0)
+				_exit(101);
+			pthread_exit(NULL);
+		}
+		if (c < 0 || waitpid(c, &st, 0) != c)	/* reaped at once */
+			T_EXIT(102);
+		if (write(rep[1], &c, sizeof(c)) != sizeof(c) ||
+		    write(rep[1], &st, sizeof(st)) != sizeof(st))
+			T_EXIT(103);
+		(void)read(go[0], &x, 1);
+		T_EXIT(0);
+	}
+	close(go[0]);
+	close(rep[1]);
+	EV_SET(&ev[0], (uintptr_t)p, EVFILT_PROC, EV_ADD,
+	    NOTE_EXIT | NOTE_TRACK, 0, NULL);
+	if (kevent(kq, ev, 1, NULL, 0, NULL) != 0) {
+		assert_int_equal(errno, EPERM);	/* no process events */
+		kill(p, SIGKILL);
+		assert_int_equal(waitpid(p, NULL, 0), p);
+		skip();
+	}
+	write_all(go[1], "g", 1);
+	assert_int_equal(read(rep[0], &c, sizeof(c)), (ssize_t)sizeof(c));
+	assert_int_equal(read(rep[0], &st, sizeof(st)), (ssize_t)sizeof(st));
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 42);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+		n = kevent(kq, NULL, 0, ev, 16, &ts);
+		assert_true(n >= 0);
+		for (i = 0; i < n; i++) {
+			if (ev[i].ident != (uintptr_t)c)
+				continue;
+			if (ev[i].fflags & NOTE_CHILD) {
+				assert_int_equal(ends, 0);
+				notice++;
+			} else if (ev[i].flags & EV_EOF) {
+				assert_true(ev[i].fflags & NOTE_EXIT);
+				data = ev[i].data;
+				ends++;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	} while (!ends && t1.tv_sec - t0.tv_sec < 5);
+	write_all(go[1], "q", 1);
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(go[1]);
+	close(rep[0]);
+	assert_int_equal(notice, 1);
+	assert_int_equal(ends, 1);
+	assert_true(WIFEXITED(data));
+	assert_int_equal(WEXITSTATUS(data), 42);
+	close(kq);
+}
+
 int
 main(void)
 {
@@ -1511,6 +1609,7 @@ main(void)
 		cmocka_unit_test(procdesc_close_drops_knote),
 		cmocka_unit_test(close_of_kqueue_with_proc_knotes_leaks_no_descriptors),
 		cmocka_unit_test(fork_child_inherits_nothing_of_a_kqueue_with_proc_knotes),
+		cmocka_unit_test(tracked_child_whose_main_thread_ended_first_reports_the_process_status),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
