@@ -1461,14 +1461,17 @@ wait:
  * kqfd is not in the registry: EBADF if it is not an open descriptor or
  * is one of a kqueue's own (the program never opened it), EINVAL if it
  * is one but not a kqueue (as FreeBSD's kqueue_acquire), or the kqueue it
- * is a dup() of.  No lock held, or only a kqueue's (kq_registry_internal
- * takes reg_lock after it).
+ * is a dup() of.  No lock held; in a signal handler that interrupted its
+ * thread inside kq's locks, reg_lock is not waited for (kq_create holds
+ * it while it locks a recycled kqueue, which that thread may hold), so
+ * such a number other than the set's duplicate (caught under the
+ * kqueue's lock, kq_enter) gives EINVAL there.
  */
 static struct kqueue *
 kq_lookup_slow(int kqfd, int *error)
 {
 	if (kqfd < 0 || !kq_fd_valid((uintptr_t)kqfd) ||
-	    (kq_fdinternal((uintptr_t)kqfd) &&
+	    (kq_fdinternal((uintptr_t)kqfd) && !kq_in_lock() &&
 	    kq_registry_internal(kqfd, NULL))) {
 		*error = EBADF;	/* closed, or not a number the program opened */
 		return NULL;
