@@ -1585,10 +1585,14 @@ kq_enter(int kqfd, int *held, int *error)
 		 * a9's changes to a kqueue it had closed went to another
 		 * that watched it (attack helper 50).  Under the lock, the
 		 * number is a dup() of the program's only if it is none of
-		 * kq's own and still holds kq's set; if not, it is looked
-		 * up again (closed: EBADF; another file: EINVAL).
+		 * kq's own (as the bitmap says and the number still proves:
+		 * one closed behind kq's back and given to a dup() of the
+		 * program's stays in the bitmap, attack helper 52's D1) and
+		 * still holds kq's set; if not, it is looked up again
+		 * (closed: EBADF; another file: EINVAL).
 		 */
-		if (!kq_intfd_has(kq, (uintptr_t)kqfd) &&
+		if (!(kq_intfd_has(kq, (uintptr_t)kqfd) &&
+		    kq_holds_number(kq, kqfd)) &&
 		    fd_same_file(kqfd, kq->kq_fd)) {
 			*held = 1;
 			return kq;

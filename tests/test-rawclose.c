@@ -1012,6 +1012,52 @@ kevent_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 }
 
 /*
+ * A number the kqueue opened for itself and the program closed with a
+ * raw system call is the program's again: a dup() of the kqueue made at
+ * it is the kqueue, for changes and waits alike (a trigger sent through
+ * the dup is collected from the original).
+ */
+static void
+dup_of_a_kqueue_at_a_number_it_lost_to_a_raw_close_is_the_kqueue(
+    void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, fd, lost = -1, d;
+	struct kevent ch, ev[4];
+	struct timespec zero = { 0, 0 };
+	char name[128];
+
+	(void)state;
+	open_fds(before);
+	kq = t_new_kq();
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 100000, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024; fd++) {
+		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
+			continue;
+		fd_target(fd, name, sizeof(name));
+		if (strstr(name, "timerfd") != NULL)
+			lost = fd;	/* the timer's: nothing else needs it */
+	}
+	if (lost >= 0) {
+		assert_int_equal(syscall(SYS_close, lost), 0);
+		d = fcntl(kq, F_DUPFD_CLOEXEC, lost);
+		assert_int_equal(d, lost);
+	} else
+		d = fcntl(kq, F_DUPFD_CLOEXEC, 0);	/* no such number */
+	assert_true(d >= 0);
+	assert_int_equal(kevent(d, NULL, 0, ev, 4, &zero), 0);
+	EV_SET(&ch, 7, EVFILT_USER, EV_ADD | EV_CLEAR, 0, 0, NULL);
+	assert_int_equal(kevent(d, &ch, 1, NULL, 0, NULL), 0);
+	EV_SET(&ch, 7, EVFILT_USER, 0, NOTE_TRIGGER, 0, NULL);
+	assert_int_equal(kevent(d, &ch, 1, NULL, 0, NULL), 0);
+	assert_int_equal(kevent(kq, NULL, 0, ev, 4, &zero), 1);
+	assert_int_equal(ev[0].filter, EVFILT_USER);
+	assert_int_equal(ev[0].ident, 7);
+	close(d);
+}
+
+/*
  * The same seen from another kqueue: the numbers a kqueue opened for
  * itself (here also the epoll set behind its EVFILT_EMPTY knotes, and the
  * signal eventfd all kqueues share) are closed numbers to every kqueue of
@@ -1456,6 +1502,7 @@ main(void)
 		cmocka_unit_test(socket_below_low_water_mark_sleeps_in_every_mode),
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(kevent_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
+		cmocka_unit_test(dup_of_a_kqueue_at_a_number_it_lost_to_a_raw_close_is_the_kqueue),
 		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(numbers_of_a_kqueue_closed_raw_are_the_programs_again),
 		cmocka_unit_test(kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw),
