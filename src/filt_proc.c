@@ -564,11 +564,15 @@ proc_cn_handle(struct kqueue *kq, const struct proc_event *ev)
 			 * say whether this was the last thread: the leader
 			 * may have ended first (pthread_exit), and the exits
 			 * of the threads that outlived it, which carry the
-			 * process's status, were all sent before it was
-			 * reaped, so they are read by the time the connector
-			 * is drained.  The exit is reported then, at the
-			 * next look (kq_proc_exitwait), with the latest
-			 * status (attack helper 51's D1: the leader's 0).
+			 * process's status, were sent before it was reaped
+			 * -- all but the last thread's, which the kernel
+			 * sends just after the parent may reap (do_exit) --
+			 * so they are read by the time the connector is
+			 * drained.  The exit is reported then, at the next
+			 * look (kq_proc_exitwait), with the latest status
+			 * (attack helper 51's D1: the leader's 0).  A drain
+			 * that falls within those microseconds reports the
+			 * leader's code.
 			 */
 			int64_t now = kq_now_ns();
 
