@@ -151,7 +151,8 @@ kq_change(struct kqueue *kq, struct kevent *kev)
 			return EINVAL;
 	}
 	if (KQ_UNLIKELY(fop->f_isfd && (kev->ident > INT_MAX ||
-	    (kq_fdinternal(kev->ident) && (kq_intfd_has(kq, kev->ident) ||
+	    (kq_fdinternal(kev->ident) && ((kq_intfd_has(kq, kev->ident) &&
+	    kq_holds_number(kq, (int)kev->ident)) ||
 	    kq_registry_internal((int)kev->ident, kq))))))
 		return EBADF;	/* not a number the program opened */
 	if (KQ_UNLIKELY(kq->kq_dead))

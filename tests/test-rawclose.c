@@ -1058,6 +1058,50 @@ dup_of_a_kqueue_at_a_number_it_lost_to_a_raw_close_is_the_kqueue(
 }
 
 /*
+ * And a file the program puts there is watched like any other: EV_ADD of
+ * EVFILT_READ on a pipe at that number reports the pipe's data.
+ */
+static void
+file_at_a_number_the_kqueue_lost_to_a_raw_close_is_watched(void **state)
+{
+	unsigned char before[128], after[128];
+	int kq, fd, lost = -1, p[2], at;
+	struct kevent ev[4];
+	struct timespec zero = { 0, 0 };
+	char name[128];
+
+	(void)state;
+	open_fds(before);
+	kq = t_new_kq();
+	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 100000, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024; fd++) {
+		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
+			continue;
+		fd_target(fd, name, sizeof(name));
+		if (strstr(name, "timerfd") != NULL)
+			lost = fd;
+	}
+	assert_int_equal(pipe(p), 0);
+	if (lost >= 0) {
+		assert_int_equal(syscall(SYS_close, lost), 0);
+		at = fcntl(p[0], F_DUPFD_CLOEXEC, lost);
+		assert_int_equal(at, lost);
+	} else
+		at = fcntl(p[0], F_DUPFD_CLOEXEC, 0);	/* no such number */
+	assert_true(at >= 0);
+	t_change(kq, (uintptr_t)at, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	write_all(p[1], "abc", 3);
+	assert_int_equal(kevent(kq, NULL, 0, ev, 4, &zero), 1);
+	assert_int_equal(ev[0].ident, (uintptr_t)at);
+	assert_int_equal(ev[0].filter, EVFILT_READ);
+	assert_int_equal(ev[0].data, 3);
+	close(at);
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
  * The same seen from another kqueue: the numbers a kqueue opened for
  * itself (here also the epoll set behind its EVFILT_EMPTY knotes, and the
  * signal eventfd all kqueues share) are closed numbers to every kqueue of
@@ -1503,6 +1547,7 @@ main(void)
 		cmocka_unit_test(change_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(kevent_on_a_number_the_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(dup_of_a_kqueue_at_a_number_it_lost_to_a_raw_close_is_the_kqueue),
+		cmocka_unit_test(file_at_a_number_the_kqueue_lost_to_a_raw_close_is_watched),
 		cmocka_unit_test(change_on_a_number_another_kqueue_opened_for_itself_fails_ebadf),
 		cmocka_unit_test(numbers_of_a_kqueue_closed_raw_are_the_programs_again),
 		cmocka_unit_test(kqueue_close_leaves_the_programs_files_at_its_numbers_closed_raw),
