@@ -363,6 +363,26 @@ t_count_links(const char *prefix)
 	return n;
 }
 
+/*
+ * Follow process pid on kq (EVFILT_PROC, EV_ADD, fflags with NOTE_TRACK
+ * or the like), or skip the test where process events are refused
+ * (EPERM: before Linux 6.6 without CAP_NET_ADMIN), killing and reaping
+ * pid first.
+ */
+static inline void
+t_follow_or_skip(int kq, pid_t pid, unsigned int fflags)
+{
+	struct kevent kev;
+
+	EV_SET(&kev, (uintptr_t)pid, EVFILT_PROC, EV_ADD, fflags, 0, NULL);
+	if (kevent(kq, &kev, 1, NULL, 0, NULL) != 0) {
+		assert_int_equal(errno, EPERM);	/* no process events */
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, NULL, 0), pid);
+		skip();
+	}
+}
+
 /* The pending socket error of fd (read, and so cleared, with SO_ERROR). */
 static inline int
 t_so_error(int fd)

@@ -58,14 +58,7 @@ exit_is_reported_after_a_burst_of_forks_the_kqueue_did_not_read(void **state)
 		T_EXIT(5);
 	}
 	close(go[0]);
-	EV_SET(&ev[0], (uintptr_t)pid, EVFILT_PROC, EV_ADD,
-	    NOTE_EXIT | NOTE_TRACK, 0, NULL);
-	if (kevent(kq, ev, 1, NULL, 0, NULL) != 0) {
-		assert_int_equal(errno, EPERM);	/* no process events */
-		kill(pid, SIGKILL);
-		assert_int_equal(waitpid(pid, NULL, 0), pid);
-		skip();
-	}
+	t_follow_or_skip(kq, pid, NOTE_EXIT | NOTE_TRACK);
 	write_all(go[1], "x", 1);
 	close(go[1]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -164,14 +157,7 @@ tracked_child_reaped_before_its_fork_was_read_ends_though_its_exit_was_dropped(
 	}
 	close(cmd[0]);
 	close(rep[1]);
-	EV_SET(&ev[0], (uintptr_t)p, EVFILT_PROC, EV_ADD,
-	    NOTE_EXIT | NOTE_TRACK, 0, NULL);
-	if (kevent(kq, ev, 1, NULL, 0, NULL) != 0) {
-		assert_int_equal(errno, EPERM);	/* no process events */
-		kill(p, SIGKILL);
-		assert_int_equal(waitpid(p, NULL, 0), p);
-		skip();
-	}
+	t_follow_or_skip(kq, p, NOTE_EXIT | NOTE_TRACK);
 	write_all(cmd[1], "f", 1);		/* P forks C */
 	assert_int_equal(read(rep[0], &c, sizeof(c)), (ssize_t)sizeof(c));
 	burst_between_spawns();			/* the buffer is full */

@@ -1523,14 +1523,7 @@ tracked_child_whose_main_thread_ended_first_reports_the_process_status(
 	}
 	close(go[0]);
 	close(rep[1]);
-	EV_SET(&ev[0], (uintptr_t)p, EVFILT_PROC, EV_ADD,
-	    NOTE_EXIT | NOTE_TRACK, 0, NULL);
-	if (kevent(kq, ev, 1, NULL, 0, NULL) != 0) {
-		assert_int_equal(errno, EPERM);	/* no process events */
-		kill(p, SIGKILL);
-		assert_int_equal(waitpid(p, NULL, 0), p);
-		skip();
-	}
+	t_follow_or_skip(kq, p, NOTE_EXIT | NOTE_TRACK);
 	write_all(go[1], "g", 1);
 	assert_int_equal(read(rep[0], &c, sizeof(c)), (ssize_t)sizeof(c));
 	assert_int_equal(read(rep[0], &st, sizeof(st)), (ssize_t)sizeof(st));

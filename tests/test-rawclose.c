@@ -1012,6 +1012,34 @@ kevent_on_a_number_the_kqueue_opened_for_itself_fails_ebadf(void **state)
 }
 
 /*
+ * A new kqueue (*kqp) with a timer, whose timerfd the program closes with
+ * a raw system call: that number, or -1 where the kqueue opened no
+ * timerfd (FreeBSD).
+ */
+static int
+kq_with_a_lost_number(int *kqp)
+{
+	unsigned char before[128], after[128];
+	int fd, lost = -1;
+	char name[128];
+
+	open_fds(before);
+	*kqp = t_new_kq();
+	t_change(*kqp, 1, EVFILT_TIMER, EV_ADD, 0, 100000, NULL);
+	open_fds(after);
+	for (fd = 0; fd < 1024; fd++) {
+		if (fd == *kqp || !fd_in(after, fd) || fd_in(before, fd))
+			continue;
+		fd_target(fd, name, sizeof(name));
+		if (strstr(name, "timerfd") != NULL)
+			lost = fd;	/* the timer's: nothing else needs it */
+	}
+	if (lost >= 0)
+		assert_int_equal(syscall(SYS_close, lost), 0);
+	return lost;
+}
+
+/*
  * A number the kqueue opened for itself and the program closed with a
  * raw system call is the program's again: a dup() of the kqueue made at
  * it is the kqueue, for changes and waits alike (a trigger sent through
@@ -1021,26 +1049,13 @@ static void
 dup_of_a_kqueue_at_a_number_it_lost_to_a_raw_close_is_the_kqueue(
     void **state)
 {
-	unsigned char before[128], after[128];
-	int kq, fd, lost = -1, d;
+	int kq, lost, d;
 	struct kevent ch, ev[4];
 	struct timespec zero = { 0, 0 };
-	char name[128];
 
 	(void)state;
-	open_fds(before);
-	kq = t_new_kq();
-	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 100000, NULL);
-	open_fds(after);
-	for (fd = 0; fd < 1024; fd++) {
-		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
-			continue;
-		fd_target(fd, name, sizeof(name));
-		if (strstr(name, "timerfd") != NULL)
-			lost = fd;	/* the timer's: nothing else needs it */
-	}
+	lost = kq_with_a_lost_number(&kq);
 	if (lost >= 0) {
-		assert_int_equal(syscall(SYS_close, lost), 0);
 		d = fcntl(kq, F_DUPFD_CLOEXEC, lost);
 		assert_int_equal(d, lost);
 	} else
@@ -1064,27 +1079,14 @@ dup_of_a_kqueue_at_a_number_it_lost_to_a_raw_close_is_the_kqueue(
 static void
 file_at_a_number_the_kqueue_lost_to_a_raw_close_is_watched(void **state)
 {
-	unsigned char before[128], after[128];
-	int kq, fd, lost = -1, p[2], at;
+	int kq, lost, p[2], at;
 	struct kevent ev[4];
 	struct timespec zero = { 0, 0 };
-	char name[128];
 
 	(void)state;
-	open_fds(before);
-	kq = t_new_kq();
-	t_change(kq, 1, EVFILT_TIMER, EV_ADD, 0, 100000, NULL);
-	open_fds(after);
-	for (fd = 0; fd < 1024; fd++) {
-		if (fd == kq || !fd_in(after, fd) || fd_in(before, fd))
-			continue;
-		fd_target(fd, name, sizeof(name));
-		if (strstr(name, "timerfd") != NULL)
-			lost = fd;
-	}
-	assert_int_equal(pipe(p), 0);
+	assert_int_equal(pipe(p), 0);	/* first: not at the number lost */
+	lost = kq_with_a_lost_number(&kq);
 	if (lost >= 0) {
-		assert_int_equal(syscall(SYS_close, lost), 0);
 		at = fcntl(p[0], F_DUPFD_CLOEXEC, lost);
 		assert_int_equal(at, lost);
 	} else
