@@ -1,5 +1,5 @@
 /*
- * xlock.c -- locks shared with fork() children: 16 KiB of futex slots
+ * xlock.c -- locks shared with fork() children: 8 KiB of futex slots
  * mapped MAP_SHARED when libkq is loaded, so that a process and every
  * child it forks afterwards (and theirs) see the same words.
  *
@@ -9,22 +9,13 @@
  * prefork server's workers share their sockets, and a walk of one met by
  * another's counts the queue wrongly and can leave the offset set.
  *
- * A slot is a word, a count of the processes waiting for it and when a
- * waiter last went to sleep (beat).  The word
+ * A slot is a word and a count of the processes waiting for it.  The word
  * holds the pid of the process holding it (a process takes one only while
  * one of its own in-process locks keeps its other threads out), 0 when
  * free, or XL_HANDOFF with the pid of the last holder: released while
  * others waited, it is theirs, not its last holder's, which may take it
  * back only after a slice in which none did.  (Taken back at once, a
  * process walking in a loop kept it from its fork child for ever.)
- * A process that dies while it waits (SIGKILL at a prefork server's
- * reload) leaves the count raised for good; so a release hands off only
- * while the count is raised and a waiter went to sleep within
- * XL_LEASE_NS, twice the longest wait: a live waiter beats before every
- * slice (but one that waits out its own hand-off) and gives up by then,
- * so it never loses its claim, and a dead one stops counting XL_LEASE_NS
- * after the last live wait (attack helper 43's D1: every later lock of
- * the family slept a slice, for good).
  * kq_xlock_lock returns 1 when it took the word, 2 when it took it from a
  * holder that gave it up (below: whatever that holder was changing may be
  * half done), 0 when it gave up waiting.
@@ -58,22 +49,17 @@
 
 #include "kq_int.h"
 
-#define XL_SLOTS	512		/* 32 bytes each: four pages */
+#define XL_SLOTS	512		/* 16 bytes each: two pages */
 #define XL_PID		0x3fffffffu	/* pid_max <= 2^22 */
 #define XL_HANDOFF	0x40000000u
 #define XL_SLICE_NS	200000		/* a sleep between looks at a holder */
 #define XL_ABANDON_NS	1000000000	/* a hold no walk lasts */
-#define XL_WAIT_MAX_NS	50000000	/* the longest wait asked for */
-#define XL_LEASE_NS	(2 * XL_WAIT_MAX_NS)	/* a waiter's claim */
 
 struct xl_slot {
 	_Atomic uint32_t	word;
 	_Atomic uint32_t	waiters;
 	_Atomic int64_t		since;	/* when the holder took it */
-	_Atomic int64_t		beat;	/* when a waiter last slept */
-	int64_t			pad;
 };
-_Static_assert(sizeof(struct xl_slot) == 32, "a slot is 32 bytes");
 
 static struct xl_slot *xl_page;
 
@@ -133,8 +119,6 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 		return (c & XL_HANDOFF) && (c & XL_PID) != me &&
 		    atomic_compare_exchange_strong_explicit(&x->word, &c, me,
 		    memory_order_acquire, memory_order_relaxed) && xl_took(x);
-	if (ns > XL_WAIT_MAX_NS)
-		ns = XL_WAIT_MAX_NS;	/* within the lease (above) */
 	end = kq_now_ns() + ns;
 	atomic_fetch_add(&x->waiters, 1);
 	for (;;) {
@@ -158,12 +142,6 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 			rest = XL_SLICE_NS;
 		slice.tv_sec = 0;
 		slice.tv_nsec = (long)rest;
-		/* The claim's beat: not for its own hand-off, which it
-		   waits out to see whether anyone else wants the word (a
-		   beat there would keep a dead waiter's claim alive). */
-		if (c != (XL_HANDOFF | me))
-			atomic_store_explicit(&x->beat, kq_now_ns(),
-			    memory_order_relaxed);
 		/* Shared, not FUTEX_PRIVATE: the sleepers are processes. */
 		(void)syscall(SYS_futex, &x->word, FUTEX_WAIT, c, &slice,
 		    NULL, 0);
@@ -188,9 +166,6 @@ kq_xlock_unlock(struct xl_slot *x)
 	me = (uint32_t)kq_pid();
 	c = me;
 	n = atomic_load(&x->waiters);
-	if (n > 0 && kq_now_ns() - atomic_load_explicit(&x->beat,
-	    memory_order_relaxed) > XL_LEASE_NS)
-		n = 0;		/* only waiters that died: no hand-off */
 	if (atomic_compare_exchange_strong_explicit(&x->word, &c,
 	    n > 0 ? XL_HANDOFF | me : 0, memory_order_release,
 	    memory_order_relaxed) && n > 0)
