@@ -1093,19 +1093,22 @@ timer_different_idents_are_independent(void **state)
 	(void)state;
 	kq = t_new_kq();
 	t0 = mono_ns();
+	/* Far apart, so that a stalled machine does not bring two at once
+	   (attack helper 53: 1 at 30 ms and 3 at 50 ms came together). */
 	t_change(kq, 1, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 30, (void *)1);
 	t_change(kq, 2, EVFILT_TIMER, EV_ADD | EV_ONESHOT, 0, 300, (void *)2);
-	t_change(kq, 3, EVFILT_TIMER, EV_ADD, 0, 50, (void *)3);
+	t_change(kq, 3, EVFILT_TIMER, EV_ADD, 0, 1000, (void *)3);
 	ev = wait_one(kq, 2000);
 	assert_int_equal(ev.ident, 1);
 	assert_ptr_equal(ev.udata, (void *)1);
-	/* Deleting 3 leaves 2 alone. */
+	/* Deleting 3 leaves 2 alone, and 3 never fires. */
 	t_change(kq, 3, EVFILT_TIMER, EV_DELETE, 0, 0, NULL);
 	ev = wait_one(kq, 3000);
 	assert_int_equal(ev.ident, 2);
 	assert_ptr_equal(ev.udata, (void *)2);
 	assert_true(mono_ns() - t0 >= 300 * MS);
-	sleep_ms(100);
+	while (mono_ns() - t0 < 1100 * MS)
+		sleep_ms(50);
 	t_expect_none(kq);
 }
 
