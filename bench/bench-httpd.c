@@ -15,8 +15,15 @@
  * per server opens them (connect, then nothing: no request is ever sent)
  * and keeps them for the rest of the run.  Then for every rate, after one
  * unrecorded dry run per server (as the paper did), each repetition runs
- * httperf once against each server, in rotated order: one request per
- * connection at a constant rate for a fixed time.  Recorded per run:
+ * httperf once against each server alone, and once against the kqueue and
+ * the linux-sysepoll server together (the pair: one httperf each, started
+ * at once, the first-started one alternating), the four slots in rotated
+ * order: one request per connection at a constant rate for a fixed time.
+ * The runs alone give the table of the paper's figures; the pair gives the
+ * kqueue / linux-sysepoll ratios, because the two servers of a pair share
+ * the host's state at every moment (both on the servers' CPU), where two
+ * runs alone a few seconds apart differ by up to 10 % at 500/s from the
+ * host's drift alone.  Recorded per run:
  * httperf's reply time (response + transfer, ms, its only resolution is
  * 0.1 ms), its connection-time stddev (the spread), reply rate and errors;
  * the server's CPU time (schedstat of every task in /proc/PID/task, ns on CPU) per reply
@@ -787,85 +794,143 @@ ht_parse(const char *path, struct ht_run *r)
  * r->probe_med_us (the samples also go to pool/npool).  Returns 0, or -1
  * when httperf failed to run or the server died.
  */
+/*
+ * One measured load: httperf against every server of `sl` at once, one
+ * httperf each, spawned in the order given, each at `rate` for `secs`
+ * (n = 1: the server alone; n = 2: a pair whose servers share the host's
+ * state at every moment, see ht_run).  With `probe`, kqbench's probe asks
+ * every server in turn every HT_PROBE_MS, the first of the turn rotating,
+ * and the samples go to the slot's pool.  httperf's output is kept as
+ * httperf-<handler><suffix>.out.  Fills every slot's run; -1 (reported)
+ * when an httperf or a server fails.
+ */
+struct ht_slot {
+	struct ht_srv	*s;
+	struct ht_run	*r;
+	double		*pool;		/* the cell's probe pool, or NULL */
+	int		*npool;
+};
+
 static int
-ht_httperf(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
-    int probe, struct ht_run *r, double *pool, int *npool)
+ht_httperf(struct ht_ctx *c, struct ht_slot *sl, int n, int rate,
+    double secs, int probe, const char *suffix)
 {
-	char port[16], rs[16], nc[16], out[4200];
-	char *argv[] = { "httperf", "--server", "127.0.0.1", "--port", port,
+	char port[HT_NH][16], rs[16], nc[16], out[HT_NH][4200];
+	char *argv[] = { "httperf", "--server", "127.0.0.1", "--port", NULL,
 	    "--uri", "/index.html", "--rate", rs, "--num-conns", nc,
 	    "--num-calls", "1", "--timeout", "5", NULL };
-	double samples[HT_MAXPROBE];
-	int ns = 0, st;
-	long lim0;
-	int64_t cpu0, cpu1;
+	static double samples[HT_NH][HT_MAXPROBE];
+	int ns[HT_NH] = { 0 }, st[HT_NH], done[HT_NH] = { 0 };
+	int left = 0, tick = 0, rc = 0;
+	long lim0[HT_NH];
+	int64_t cpu0[HT_NH], cpu1[HT_NH];
 	uint64_t w0, w1, next;
-	pid_t pid;
+	pid_t pid[HT_NH];
 
-	memset(r, 0, sizeof(*r));
-	snprintf(port, sizeof(port), "%d", s->port);
+	if (n < 1 || n > HT_NH)
+		return -1;
 	snprintf(rs, sizeof(rs), "%d", rate);
 	snprintf(nc, sizeof(nc), "%ld", (long)(rate * secs + 0.5));
-	snprintf(out, sizeof(out), "%s/httperf-%s.out", c->dir, s->handler);
-	if (!ht_alive(s->pid)) {
-		progress("httpd: lighttpd (%s) is gone\n", s->handler);
-		return -1;
-	}
-	lim0 = ht_limit_notes(c, s);
-	cpu0 = ht_cpu_ns(s->pid);
-	w0 = clock_ns(CLOCK_MONOTONIC);
-	if ((pid = ht_spawn(argv, out, NULL, -1)) < 0)
-		return -1;
-	next = w0 + HT_PROBE_MS * 1000000ull;
-	for (;;) {
-		uint64_t now = clock_ns(CLOCK_MONOTONIC);
-		pid_t w = waitpid(pid, &st, WNOHANG);
-
-		if (w == pid)
-			break;
-		if (now > w0 + (uint64_t)((secs + 20.0) * 1e9)) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			progress("httpd: httperf (%s) killed after %.0f s\n",
-			    s->handler, secs + 20.0);
+	for (int i = 0; i < n; i++) {
+		memset(sl[i].r, 0, sizeof(*sl[i].r));
+		snprintf(port[i], sizeof(port[i]), "%d", sl[i].s->port);
+		if (ht_fmt(out[i], sizeof(out[i]), "%s/httperf-%s%s.out",
+		    c->dir, sl[i].s->handler, suffix) < 0)
+			return -1;
+		if (!ht_alive(sl[i].s->pid)) {
+			progress("httpd: lighttpd (%s) is gone\n",
+			    sl[i].s->handler);
 			return -1;
 		}
-		if (probe && now >= next && ns < HT_MAXPROBE) {
-			double us = ht_probe(s->port);
+		lim0[i] = ht_limit_notes(c, sl[i].s);
+		cpu0[i] = ht_cpu_ns(sl[i].s->pid);
+	}
+	w0 = clock_ns(CLOCK_MONOTONIC);
+	for (int i = 0; i < n; i++) {
+		argv[4] = port[i];
+		if ((pid[i] = ht_spawn(argv, out[i], NULL, -1)) < 0) {
+			for (int j = 0; j < i; j++) {
+				kill(pid[j], SIGKILL);
+				waitpid(pid[j], NULL, 0);
+			}
+			return -1;
+		}
+		left++;
+	}
+	next = w0 + HT_PROBE_MS * 1000000ull;
+	while (left > 0) {
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
-			if (us >= 0)
-				samples[ns++] = us;
-			else
-				r->probe_err++;
+		for (int i = 0; i < n; i++)
+			if (!done[i] && waitpid(pid[i], &st[i], WNOHANG) ==
+			    pid[i]) {
+				done[i] = 1;
+				left--;
+			}
+		if (left == 0)
+			break;
+		if (now > w0 + (uint64_t)((secs + 20.0) * 1e9)) {
+			for (int i = 0; i < n; i++)
+				if (!done[i]) {
+					kill(pid[i], SIGKILL);
+					waitpid(pid[i], &st[i], 0);
+				}
+			progress("httpd: httperf (%s%s) killed after %.0f s\n",
+			    sl[0].s->handler, n > 1 ? " and others" : "",
+			    secs + 20.0);
+			return -1;
+		}
+		if (probe && now >= next) {
+			for (int k = 0; k < n; k++) {
+				int i = (k + tick) % n;
+				double us;
+
+				if (ns[i] >= HT_MAXPROBE)
+					continue;
+				if ((us = ht_probe(sl[i].s->port)) >= 0)
+					samples[i][ns[i]++] = us;
+				else
+					sl[i].r->probe_err++;
+			}
+			tick++;
 			next += HT_PROBE_MS * 1000000ull;
 		} else
 			usleep(1000);
 	}
 	w1 = clock_ns(CLOCK_MONOTONIC);
-	cpu1 = ht_cpu_ns(s->pid);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || ht_parse(out, r) < 0) {
-		progress("httpd: httperf (%s) failed (status %d), see %s\n",
-		    s->handler, st, out);
-		return -1;
+	for (int i = 0; i < n; i++) {
+		struct ht_run *r = sl[i].r;
+		const char *h = sl[i].s->handler;
+
+		cpu1[i] = ht_cpu_ns(sl[i].s->pid);
+		if (!WIFEXITED(st[i]) || WEXITSTATUS(st[i]) != 0 ||
+		    ht_parse(out[i], r) < 0) {
+			progress("httpd: httperf (%s) failed (status %d), see "
+			    "%s\n", h, st[i], out[i]);
+			rc = -1;
+			continue;
+		}
+		if (cpu0[i] < 0 || cpu1[i] < 0 || !ht_alive(sl[i].s->pid)) {
+			progress("httpd: lighttpd (%s) died during the run\n",
+			    h);
+			rc = -1;
+			continue;
+		}
+		r->cpu_us_req = r->replies ? (double)(cpu1[i] - cpu0[i]) /
+		    1e3 / (double)r->replies : 0.0;
+		r->cpu_pct = 100.0 * (double)(cpu1[i] - cpu0[i]) /
+		    (double)(w1 - w0);
+		r->limit_hits = ht_limit_notes(c, sl[i].s) - lim0[i];
+		r->nprobe = ns[i];
+		if (probe && ns[i] == 0)
+			progress("httpd: no probe answered by %s in this run "
+			    "(%d failed)\n", h, r->probe_err);
+		for (int k = 0; k < ns[i] && sl[i].pool; k++)
+			if (*sl[i].npool < HT_POOL)
+				sl[i].pool[(*sl[i].npool)++] = samples[i][k];
+		r->probe_med_us = median(samples[i], ns[i]);
 	}
-	if (cpu0 < 0 || cpu1 < 0 || !ht_alive(s->pid)) {
-		progress("httpd: lighttpd (%s) died during the run\n",
-		    s->handler);
-		return -1;
-	}
-	r->cpu_us_req = r->replies ? (double)(cpu1 - cpu0) / 1e3 /
-	    (double)r->replies : 0.0;
-	r->cpu_pct = 100.0 * (double)(cpu1 - cpu0) / (double)(w1 - w0);
-	r->limit_hits = ht_limit_notes(c, s) - lim0;
-	r->nprobe = ns;
-	if (probe && ns == 0)
-		progress("httpd: no probe answered by %s in this run (%d "
-		    "failed)\n", s->handler, r->probe_err);
-	for (int i = 0; i < ns && pool; i++)
-		if (*npool < HT_POOL)
-			pool[(*npool)++] = samples[i];
-	r->probe_med_us = median(samples, ns);
-	return 0;
+	return rc;
 }
 
 /* System calls per reply, by name, from one run under strace -c. */
@@ -932,7 +997,9 @@ ht_count(struct ht_ctx *c, struct ht_srv *s, int rate, double secs,
 		ht_wait(st, 0, NULL);
 		return;
 	}
-	ok = ht_httperf(c, s, rate, secs, 0, &r, NULL, NULL) == 0;
+	struct ht_slot one = { s, &r, NULL, NULL };
+
+	ok = ht_httperf(c, &one, 1, rate, secs, 0, "") == 0;
 	kill(st, SIGINT);
 	if (ht_wait(st, 10000, NULL) < 0 || !ok || r.replies <= 0)
 		return;
@@ -983,11 +1050,15 @@ cell_med(const struct ht_cell *cl, size_t off)
 	return median(v, cl->nrun);
 }
 
-/* Median over the repetitions of a / b, field `off` of each run. */
+/*
+ * Median over the repetitions of a / b, field `off` of each run; *lo and
+ * *hi (when given) get the smallest and the largest ratio.
+ */
 static double
-cell_ratio(const struct ht_cell *a, const struct ht_cell *b, size_t off)
+cell_ratio_range(const struct ht_cell *a, const struct ht_cell *b,
+    size_t off, double *lo, double *hi)
 {
-	double v[MAXREPS];
+	double v[MAXREPS], m;
 	int n = 0;
 
 	for (int i = 0; i < a->nrun && i < b->nrun; i++) {
@@ -997,7 +1068,18 @@ cell_ratio(const struct ht_cell *a, const struct ht_cell *b, size_t off)
 		if (y > 0 && x > 0)	/* a run without a value has no ratio */
 			v[n++] = x / y;
 	}
-	return median(v, n);
+	m = median(v, n);	/* sorts v */
+	if (lo)
+		*lo = n ? v[0] : 0.0;
+	if (hi)
+		*hi = n ? v[n - 1] : 0.0;
+	return m;
+}
+
+static double
+cell_ratio(const struct ht_cell *a, const struct ht_cell *b, size_t off)
+{
+	return cell_ratio_range(a, b, off, NULL, NULL);
 }
 
 static double
@@ -1117,7 +1199,7 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 	static struct ht_ctx ctx;
 	struct ht_ctx *c = &ctx;
 	int sizes[HT_MAXN], nsizes, rates[HT_MAXRATES], nrates, rc = -1;
-	struct ht_cell *cells;
+	struct ht_cell *cells, *pcells;
 	struct bench_table *t, *tr;
 	double cost[3];
 	char place[160];
@@ -1128,7 +1210,7 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 	if (ht_setup(c) < 0)
 		return -1;
 	/* Run-to-run scatter is ±15 %: the full sweep takes kqbench's 11
-	   repetitions (about 25 min), the quick one 5. */
+	   repetitions (about 36 min with the pair), the quick one 5. */
 	c->reps = o->tiny ? 1 : o->quick ? (o->reps < 5 ? o->reps : 5) :
 	    o->reps < HT_MAXREPS ? o->reps : HT_MAXREPS;
 	c->secs = o->tiny ? 1.0 : o->quick ? 1.5 : 3.0;
@@ -1138,8 +1220,12 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 	if (!o->quick)
 		rates[nrates++] = 5000;
 	cells = calloc((size_t)HT_MAXRATES * HT_MAXN * HT_NH, sizeof(*cells));
-	if (!cells)
+	pcells = calloc((size_t)HT_MAXRATES * HT_MAXN * HT_NH, sizeof(*cells));
+	if (!cells || !pcells) {
+		free(cells);
+		free(pcells);
 		return -1;
+	}
 	ht_syscall_ns(cost);
 	ht_place(c);
 
@@ -1182,22 +1268,41 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 			struct ht_run r;
 
 			/* The paper's dry run, not recorded. */
-			for (int h = 0; h < HT_NH; h++)
-				if (ht_httperf(c, &c->srv[h], rates[ri],
-				    o->tiny ? 0.2 : 0.5, 0, &r, NULL,
-				    NULL) < 0)
-					goto out;
-			for (int rep_i = 0; rep_i < c->reps; rep_i++)
-				for (int k = 0; k < HT_NH; k++) {
-					int h = (k + rep_i) % HT_NH;
-					struct ht_cell *cl = cell_at(cells, ri,
-					    ni, h);
+			for (int h = 0; h < HT_NH; h++) {
+				struct ht_slot one = { &c->srv[h], &r, NULL,
+				    NULL };
 
-					if (ht_httperf(c, &c->srv[h], rates[ri],
-					    c->secs, 1, &cl->run[cl->nrun],
-					    cl->pool, &cl->npool) < 0)
+				if (ht_httperf(c, &one, 1, rates[ri],
+				    o->tiny ? 0.2 : 0.5, 0, "") < 0)
+					goto out;
+			}
+			/* HT_NH solo slots and the pair, rotated; the pair's
+			   first-spawned server alternates. */
+			for (int rep_i = 0; rep_i < c->reps; rep_i++)
+				for (int k = 0; k <= HT_NH; k++) {
+					int h = (k + rep_i) % (HT_NH + 1);
+					int f = rep_i % 2 ? H_KQ : H_EPOLL;
+					int g = f == H_KQ ? H_EPOLL : H_KQ;
+					struct ht_cell *cl[2] = {
+					    cell_at(h < HT_NH ? cells : pcells,
+					    ri, ni, h < HT_NH ? h : f),
+					    cell_at(pcells, ri, ni, g) };
+					struct ht_slot sl[2];
+					int nsl = h < HT_NH ? 1 : 2;
+
+					for (int i = 0; i < nsl; i++) {
+						sl[i].s = &c->srv[i == 0 ?
+						    (h < HT_NH ? h : f) : g];
+						sl[i].r = &cl[i]->run[cl[i]->nrun];
+						sl[i].pool = cl[i]->pool;
+						sl[i].npool = &cl[i]->npool;
+					}
+					if (ht_httperf(c, sl, nsl, rates[ri],
+					    c->secs, 1, nsl > 1 ? "-paired" :
+					    "") < 0)
 						goto out;
-					cl->nrun++;
+					for (int i = 0; i < nsl; i++)
+						cl[i]->nrun++;
 				}
 			for (int h = 0; h < HT_NH; h++) {
 				struct ht_cell *cl = cell_at(cells, ri, ni, h);
@@ -1208,12 +1313,16 @@ ht_run(const struct bench_opts *o, struct bench_result *res)
 				    o->tiny ? 0.3 : 1.0, tag, &cl->sys);
 			}
 			progress("httpd: N = %d, %d/s: CPU us/req poll %.1f, "
-			    "linux-sysepoll %.1f, kqueue %.1f\n", n, rates[ri],
+			    "linux-sysepoll %.1f, kqueue %.1f; paired "
+			    "kqueue/linux-sysepoll x%.3f\n", n, rates[ri],
 			    cell_med(cell_at(cells, ri, ni, 0),
 			    offsetof(struct ht_run, cpu_us_req)),
 			    cell_med(cell_at(cells, ri, ni, 1),
 			    offsetof(struct ht_run, cpu_us_req)),
 			    cell_med(cell_at(cells, ri, ni, 2),
+			    offsetof(struct ht_run, cpu_us_req)),
+			    cell_ratio(cell_at(pcells, ri, ni, H_KQ),
+			    cell_at(pcells, ri, ni, H_EPOLL),
 			    offsetof(struct ht_run, cpu_us_req)));
 		}
 		/* The idle connections are still there and still idle. */
@@ -1247,14 +1356,17 @@ out:
 	tr = bt_new(res, "httpd-kq", "Web server: lighttpd's kqueue handler "
 	    "over kq / its linux-sysepoll handler (same binary, same run)");
 	bt_cols(tr, "rate/s|N|probe reply x|httperf reply x|CPU/req x|"
-	    "poll CPU/req x|extra syscalls/req|extra ioctl/req|extra "
-	    "getsockopt/req|their share %|within 10%");
+	    "CPU/req x range|CPU us/req kq, sysepoll|alone: probe reply x|"
+	    "alone: CPU/req x|poll CPU/req x|extra syscalls/req|extra "
+	    "ioctl/req|extra getsockopt/req|their share %|within 10%");
 	for (int ri = 0; ri < nrates; ri++)
 		for (int ni = 0; ni < nsizes; ni++) {
 			struct ht_cell *k = cell_at(cells, ri, ni, H_KQ);
 			struct ht_cell *e = cell_at(cells, ri, ni, H_EPOLL);
 			struct ht_cell *p = cell_at(cells, ri, ni, H_POLL);
-			double pr, cr, xio, xgo, share;
+			struct ht_cell *pk = cell_at(pcells, ri, ni, H_KQ);
+			struct ht_cell *pe = cell_at(pcells, ri, ni, H_EPOLL);
+			double pr, cr, lo, hi, xio, xgo, share;
 			int r;
 
 			for (int h = 0; h < HT_NH; h++) {
@@ -1294,19 +1406,28 @@ out:
 					for (int col = 12; col < 15; col++)
 						bt_set(t, r, col, "n/a");
 			}
-			if (k->nrun == 0 || e->nrun == 0 || (r = bt_row(tr)) < 0)
+			if (pk->nrun == 0 || pe->nrun == 0 ||
+			    (r = bt_row(tr)) < 0)
 				continue;
-			pr = cell_ratio(k, e, offsetof(struct ht_run,
+			pr = cell_ratio(pk, pe, offsetof(struct ht_run,
 			    probe_med_us));
-			cr = cell_ratio(k, e, offsetof(struct ht_run,
-			    cpu_us_req));
+			cr = cell_ratio_range(pk, pe, offsetof(struct ht_run,
+			    cpu_us_req), &lo, &hi);
 			bt_set(tr, r, 0, "%d", rates[ri]);
 			bt_set(tr, r, 1, "%d", sizes[ni]);
 			bt_num(tr, r, 2, pr);
-			bt_num(tr, r, 3, cell_ratio(k, e, offsetof(struct
+			bt_num(tr, r, 3, cell_ratio(pk, pe, offsetof(struct
 			    ht_run, reply_ms)));
 			bt_num(tr, r, 4, cr);
-			bt_num(tr, r, 5, cell_ratio(p, e, offsetof(struct
+			bt_set(tr, r, 5, "%.3f-%.3f", lo, hi);
+			bt_set(tr, r, 6, "%.1f, %.1f", cell_med(pk,
+			    offsetof(struct ht_run, cpu_us_req)), cell_med(pe,
+			    offsetof(struct ht_run, cpu_us_req)));
+			bt_num(tr, r, 7, cell_ratio(k, e, offsetof(struct
+			    ht_run, probe_med_us)));
+			bt_num(tr, r, 8, cell_ratio(k, e, offsetof(struct
+			    ht_run, cpu_us_req)));
+			bt_num(tr, r, 9, cell_ratio(p, e, offsetof(struct
 			    ht_run, cpu_us_req)));
 			if (k->sys.total >= 0 && e->sys.total >= 0) {
 				xio = sys_per(&k->sys, "ioctl") -
@@ -1317,16 +1438,16 @@ out:
 				    cost[0] : cost[1]) + xgo * cost[2]) / 1e3 /
 				    cell_med(k, offsetof(struct ht_run,
 				    cpu_us_req));
-				bt_num(tr, r, 6, k->sys.total - e->sys.total);
-				bt_num(tr, r, 7, xio);
-				bt_num(tr, r, 8, xgo);
-				bt_num(tr, r, 9, share);
+				bt_num(tr, r, 10, k->sys.total - e->sys.total);
+				bt_num(tr, r, 11, xio);
+				bt_num(tr, r, 12, xgo);
+				bt_num(tr, r, 13, share);
 			} else
-				for (int col = 6; col < 10; col++)
+				for (int col = 10; col < 14; col++)
 					bt_set(tr, r, col, "n/a");
 			/* No probe answered (ratio 0): not measured, so not
 			   within anything. */
-			bt_set(tr, r, 10, "%s", !(pr > 0 && cr > 0) ?
+			bt_set(tr, r, 14, "%s", !(pr > 0 && cr > 0) ?
 			    "not measured" : pr <= 1.10 && cr <= 1.10 ?
 			    "yes" : "no");
 		}
@@ -1360,8 +1481,19 @@ out:
 	    c->maxfds, c->maxfds / 2, c->nmax, HT_HEADROOM, c->secs, c->reps,
 	    HT_PROBE_MS, place, c->srv[H_KQ].kqlib[0] ?
 	    c->srv[H_KQ].kqlib : "not mapped");
-	bt_note(tr, "Ratios are medians of the per-repetition ratios (kqueue "
-	    "run and linux-sysepoll run of the same repetition).  `extra`: "
+	bt_note(tr, "Ratios are medians of the per-repetition ratios.  The "
+	    "first five columns come from the paired runs: in every "
+	    "repetition, besides each server's run alone, the kqueue and the "
+	    "linux-sysepoll server are loaded at the same time, one httperf "
+	    "each at the cell's rate, both servers on the same CPU (which of "
+	    "the two httperfs starts first alternates), and kqbench's probe "
+	    "asks both in turn.  So the two servers see the same state of "
+	    "the host at every moment, and its drift, which moves the runs "
+	    "alone by +-10 %% at 500/s, cancels in their ratio.  `range`: the "
+	    "smallest and largest paired ratio of the cell; `CPU us/req kq, "
+	    "sysepoll`: the paired runs' medians.  `alone`: the same ratios "
+	    "between the servers' runs alone (the rows of the table above) "
+	    "of the same repetition.  `extra`: "
 	    "the kqueue server's system calls per request minus "
 	    "linux-sysepoll's, from the strace runs: kq's EVFILT_READ costs "
 	    "one system call per event for `data`: ioctl(FIONREAD) on a "
@@ -1374,8 +1506,8 @@ out:
 	    "measured in this run (FIONREAD %.0f ns on a connected socket, "
 	    "%.0f ns on a listening one, the larger used; TCP_INFO %.0f ns) as "
 	    "a share of the kqueue server's CPU per request.  `within 10%%`: "
-	    "probe reply x and CPU/req x both <= 1.10 (`not measured` when "
-	    "no probe of a run pair answered).\n", cost[0], cost[1],
+	    "the paired probe reply x and CPU/req x both <= 1.10 (`not "
+	    "measured` when no probe of a run pair answered).\n", cost[0], cost[1],
 	    cost[2]);
 	if (nsizes >= 2 && rc == 0) {
 		/* Where the seed's claim holds: growth from N=0 to N_max. */
@@ -1403,6 +1535,7 @@ out:
 		    g[0] > 2.0 && g[2] < 1.25 ? "holds" : "does not hold");
 	}
 	free(cells);
+	free(pcells);
 	return rc;
 }
 

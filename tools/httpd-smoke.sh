@@ -14,7 +14,7 @@
 # kq's TCP_INFO of the listener (getsockopt/req > 0: the handler really
 # ran on kq); the poll and linux-sysepoll rows make no
 # getsockopt; httpd-kq.tsv has its
-# two rows; the plots exist (when gnuplot is installed).
+# two rows, with the ratios of the paired runs and of the runs alone; the plots exist (when gnuplot is installed).
 # Ends with "httpd-smoke: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -70,6 +70,15 @@ for n in 0 4; do
 done
 check "httpd-kq.tsv: kqueue / linux-sysepoll ratios for N=0 and N=4" \
     [ "$(awk 'NR > 1' "$out/httpd-kq.tsv" 2>/dev/null | wc -l)" -eq 2 ]
+paired_ok() {	# both rows: the paired runs gave CPU and probe ratios
+	local f=$out/httpd-kq.tsv
+	[ -f "$f" ] || return 1
+	awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	    { n++; if ($c["CPU/req x"] + 0 <= 0 || $c["probe reply x"] + 0 <= 0 ||
+	          $c["alone: CPU/req x"] + 0 <= 0 || $c["CPU/req x range"] !~ /^[0-9.]+-[0-9.]+$/) bad = 1 }
+	    END { exit !(n == 2 && !bad) }' "$f"
+}
+check "httpd-kq.tsv: paired and alone ratios measured in both rows" paired_ok
 if command -v gnuplot >/dev/null 2>&1; then
 	for p in httpd-reply httpd-cpu httpd-probe; do
 		check "plot $p.svg drawn" grep -q '<svg' "$out/$p.svg"
