@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -968,6 +969,133 @@ process_stopped_or_killed_while_counting_a_shared_socket_stops_no_one(
 }
 
 /*
+ * Workers of a prefork server count the datagram socket they share, and
+ * are killed -- at a reload, in the middle of a count or while waiting for
+ * another's to end, as often as not.  Nothing of them slows the family
+ * down: the parent's zero-timeout counts that follow never sleep (a count
+ * that waited for a dead worker's turn would, and show as a voluntary
+ * context switch; 2 000 counts may make a few for other reasons).  The
+ * same when the killed workers are not reaped yet (zombies) while the
+ * parent counts, once a second has passed (FreeBSD's counts do not wait
+ * at all).
+ */
+#define KW_PAIRS	24	/* pairs of workers killed */
+#define KW_COUNTS	2000
+
+static pid_t
+kw_worker(int rx)
+{
+	struct timespec zero = { 0, 0 };
+	struct kevent ev;
+	pid_t pid = fork();
+	int kq;
+
+	assert_true(pid >= 0);
+	if (pid != 0)
+		return pid;
+	alarm(30);
+	kq = kqueue();
+	EV_SET(&ev, (uintptr_t)rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kq < 0 || kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		T_EXIT(2);
+	for (;;)	/* counts until killed */
+		(void)kevent(kq, NULL, 0, &ev, 1, &zero);
+}
+
+static void
+kw_reap(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+}
+
+static void
+kw_run(int reap_late)
+{
+	struct dgpair p;
+	struct timespec zero = { 0, 0 };
+	struct kevent ev;
+	struct rusage before, after;
+	char buf[SH_SIZE];
+	const int64_t queue = (int64_t)ST_COUNT * SH_SIZE;
+	pid_t dead[2 * KW_PAIRS];
+	int kq, rcv = 4 << 20, ndead = 0;
+	long sleeps;
+
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	(void)setsockopt(p.rx, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	memset(buf, 0, sizeof(buf));
+	for (int i = 0; i < ST_COUNT; i++)
+		assert_int_equal(send(p.tx, buf, sizeof(buf), 0), SH_SIZE);
+	kq = t_new_kq();
+	t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	dg_settle(kq, &p, queue);
+	srand(11);
+	for (int round = 0; round < KW_PAIRS; round++) {
+		pid_t a = kw_worker(p.rx), b = kw_worker(p.rx);
+
+		usleep((useconds_t)(2000 + rand() % 3000));
+		assert_int_equal(kill(b, SIGKILL), 0);
+		usleep((useconds_t)(rand() % 500));
+		assert_int_equal(kill(a, SIGKILL), 0);
+		dead[ndead++] = a;
+		dead[ndead++] = b;
+		if (!reap_late) {
+			kw_reap(a);
+			kw_reap(b);
+		}
+	}
+	if (reap_late) {	/* every worker has died before the counts */
+		for (int i = 0; i < ndead; i++) {
+			siginfo_t si;
+
+			memset(&si, 0, sizeof(si));
+			assert_int_equal(waitid(P_PID, (id_t)dead[i], &si,
+			    WEXITED | WNOWAIT), 0);
+		}
+		/* A zombie that held the word when killed keeps it for the
+		   second no walk lasts (kill(pid, 0) cannot tell a zombie);
+		   what the counts check here is the zombies that waited. */
+		usleep(1100000);
+	}
+	dg_settle(kq, &p, queue);
+	assert_int_equal(getrusage(RUSAGE_SELF, &before), 0);
+	for (int i = 0; i < KW_COUNTS; i++) {
+		assert_int_equal(kevent(kq, NULL, 0, &ev, 1, &zero), 1);
+		assert_int_equal(ev.data, queue);
+	}
+	assert_int_equal(getrusage(RUSAGE_SELF, &after), 0);
+	sleeps = after.ru_nvcsw - before.ru_nvcsw;
+	if (sleeps >= KW_COUNTS / 20)
+		fprintf(stderr, "%ld of %d counts slept\n", sleeps,
+		    KW_COUNTS);
+	if (reap_late)
+		for (int i = 0; i < ndead; i++)
+			kw_reap(dead[i]);
+	assert_true(sleeps < KW_COUNTS / 20);
+	dg_close(&p);
+	close(kq);
+}
+
+static void
+workers_killed_while_counting_a_shared_socket_leave_no_wait_behind(
+    void **state)
+{
+	(void)state;
+	kw_run(0);
+}
+
+static void
+workers_killed_while_counting_a_shared_socket_and_not_yet_reaped_leave_no_wait_behind(
+    void **state)
+{
+	(void)state;
+	kw_run(1);
+}
+
+/*
  * A queue of hundreds of datagrams under EV_CLEAR, read nginx's way (as
  * many datagrams as data says are queued, then wait for the next event):
  * none is left unread when the events stop.  On FreeBSD data is exact; kq
@@ -1588,6 +1716,8 @@ main(void)
 		cmocka_unit_test(processes_sharing_a_udp_socket_each_count_its_whole_queue),
 		cmocka_unit_test(processes_sharing_a_udp_socket_read_meanwhile_count_whole_datagrams),
 		cmocka_unit_test(process_stopped_or_killed_while_counting_a_shared_socket_stops_no_one),
+		cmocka_unit_test(workers_killed_while_counting_a_shared_socket_leave_no_wait_behind),
+		cmocka_unit_test(workers_killed_while_counting_a_shared_socket_and_not_yet_reaped_leave_no_wait_behind),
 		cmocka_unit_test(udp_deep_queue_read_as_data_says_under_ev_clear_leaves_nothing),
 		cmocka_unit_test(unix_dgram_deep_queue_read_as_data_says_under_ev_clear_leaves_nothing),
 		cmocka_unit_test(udp_icmp_error_with_a_queue_read_as_data_says_leaves_nothing),
