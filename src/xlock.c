@@ -37,7 +37,10 @@
  * Contracts:
  *   - A wait is bounded (ns): past it kq_xlock_lock gives up and the
  *     caller goes on without the lock, as it did before there was one.  A
- *     holder stopped by SIGSTOP or a debugger never stops the others.
+ *     holder stopped by SIGSTOP or a debugger never stops the others.  A
+ *     waiter that was itself stopped or not run for a while gets a grace
+ *     after it (XL_GRACE_NS, twice a call at most), so the bound is ns +
+ *     2 ms of the time it ran.
  *   - A holder that died holding the word (kill(pid, 0) says ESRCH) loses
  *     it to the first waiter that sees so.  So does one that has held it
  *     for XL_ABANDON_NS (the word's since), seen unchanged through a whole
@@ -71,6 +74,9 @@
 #define XL_HANDOFF	0x40000000u
 #define XL_SLICE_NS	200000		/* a sleep between looks at a holder */
 #define XL_ABANDON_NS	1000000000	/* a hold no walk lasts */
+#define XL_GAP_NS	1000000		/* between two looks: was not run */
+#define XL_GRACE_NS	1000000		/* then the wait lasts at least */
+#define XL_GRACES	2		/* times a call */
 
 /* A named waiter.  pid and beat: the waiter's; seen, strikes: the
    holder's (see above). */
@@ -201,9 +207,9 @@ int
 kq_xlock_lock(struct xl_slot *x, int64_t ns)
 {
 	uint32_t me = (uint32_t)kq_pid(), c = 0, slept = 0, now;
-	int64_t end, rest;
+	int64_t end, rest, t, prev;
 	struct timespec slice;
-	int e = errno, back = 0, got = 0, mine;
+	int e = errno, back = 0, got = 0, graces = 0, mine;
 
 	if (x == NULL)
 		return 1;
@@ -214,7 +220,8 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 		return (c & XL_HANDOFF) && (c & XL_PID) != me &&
 		    atomic_compare_exchange_strong_explicit(&x->word, &c, me,
 		    memory_order_acquire, memory_order_relaxed) && xl_took(x);
-	end = kq_now_ns() + ns;
+	prev = kq_now_ns();
+	end = prev + ns;
 	mine = xl_name_me(x, me);
 	for (;;) {
 		/* A beat, or a new name if a release dropped ours. */
@@ -236,7 +243,23 @@ kq_xlock_lock(struct xl_slot *x, int64_t ns)
 			}
 			continue;
 		}
-		if ((rest = end - kq_now_ns()) <= 0)
+		/*
+		 * A look long after the last: this process was stopped or not
+		 * run, and its wait may have ended meanwhile while the holder
+		 * it waits for still walks.  Giving up on this one look would
+		 * walk beside that holder (attack helper 55: a waiter stopped
+		 * past the wait counted wrong 30 times as often).  So the wait
+		 * lasts XL_GRACE_NS more, XL_GRACES times a call at most: the
+		 * next release sees the beat above and hands the word to it.
+		 */
+		t = kq_now_ns();
+		if (t - prev > XL_GAP_NS && graces < XL_GRACES &&
+		    end - t < XL_GRACE_NS) {
+			end = t + XL_GRACE_NS;
+			graces++;
+		}
+		prev = t;
+		if ((rest = end - t) <= 0)
 			break;
 		if (rest > XL_SLICE_NS)
 			rest = XL_SLICE_NS;

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -1096,6 +1097,101 @@ workers_killed_while_counting_a_shared_socket_and_not_yet_reaped_leave_no_wait_b
 }
 
 /*
+ * Two workers of a prefork server count the datagram socket they share in
+ * loops, and one of them is stopped and continued over and over (job
+ * control, a debugger), mostly while it waits for the other's count to
+ * end.  Nobody reads the socket, so every count is the whole queue: a
+ * worker that, continued, counted beside the other would see the queue
+ * walked twice or from its middle.  (FreeBSD's count is the kernel's.)
+ * A few wrong counts are allowed for the walks kq makes without waiting;
+ * a waiter that gave up on its first look after a stop made 20-70.
+ */
+#define SW_CYCLES	40
+#define SW_STOP_US	80000	/* past the 50 ms a count waits for another */
+
+struct sw_shared {
+	_Atomic long	 counts[2], wrong[2];
+	_Atomic int	 stop;
+};
+
+static pid_t
+sw_worker(int rx, struct sw_shared *sh, int id, int64_t queue)
+{
+	struct timespec zero = { 0, 0 };
+	struct kevent ev;
+	pid_t pid = fork();
+	int kq;
+
+	assert_true(pid >= 0);
+	if (pid != 0)
+		return pid;
+	alarm(60);
+	kq = kqueue();
+	EV_SET(&ev, (uintptr_t)rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (kq < 0 || kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
+		T_EXIT(2);
+	while (!atomic_load(&sh->stop)) {
+		int n = kevent(kq, NULL, 0, &ev, 1, &zero);
+
+		atomic_fetch_add(&sh->counts[id], 1);
+		if (n != 1 || ev.data != queue)
+			atomic_fetch_add(&sh->wrong[id], 1);
+	}
+	_exit(0);
+}
+
+static void
+worker_stopped_while_waiting_for_another_count_does_not_count_beside_it(
+    void **state)
+{
+	struct dgpair p;
+	char buf[SH_SIZE];
+	const int64_t queue = 40 * SH_SIZE;
+	struct sw_shared *sh;
+	pid_t a, b;
+	int st;
+
+	(void)state;
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	assert_int_equal(dg_open(&p, AF_INET, SOCK_DGRAM, 0), 1);
+	memset(buf, 0, sizeof(buf));
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(send(p.tx, buf, sizeof(buf), 0), SH_SIZE);
+	{
+		int kq = t_new_kq();
+
+		t_change(kq, p.rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+		dg_settle(kq, &p, queue);
+		close(kq);
+	}
+	a = sw_worker(p.rx, sh, 0, queue);
+	b = sw_worker(p.rx, sh, 1, queue);
+	usleep(20000);
+	for (int i = 0; i < SW_CYCLES; i++) {
+		assert_int_equal(kill(b, SIGSTOP), 0);
+		usleep(SW_STOP_US);
+		assert_int_equal(kill(b, SIGCONT), 0);
+		usleep(3000);
+	}
+	atomic_store(&sh->stop, 1);
+	assert_int_equal(waitpid(a, &st, 0), a);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(waitpid(b, &st, 0), b);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (sh->wrong[0] + sh->wrong[1] > 5)
+		fprintf(stderr, "wrong counts: %ld of %ld, %ld of %ld\n",
+		    (long)sh->wrong[0], (long)sh->counts[0],
+		    (long)sh->wrong[1], (long)sh->counts[1]);
+	assert_true(sh->counts[0] > 0 && sh->counts[1] > 0);
+	assert_true(sh->wrong[0] + sh->wrong[1] <= 5);
+	dg_close(&p);
+	munmap(sh, sizeof(*sh));
+}
+
+/*
  * A queue of hundreds of datagrams under EV_CLEAR, read nginx's way (as
  * many datagrams as data says are queued, then wait for the next event):
  * none is left unread when the events stop.  On FreeBSD data is exact; kq
@@ -1718,6 +1814,7 @@ main(void)
 		cmocka_unit_test(process_stopped_or_killed_while_counting_a_shared_socket_stops_no_one),
 		cmocka_unit_test(workers_killed_while_counting_a_shared_socket_leave_no_wait_behind),
 		cmocka_unit_test(workers_killed_while_counting_a_shared_socket_and_not_yet_reaped_leave_no_wait_behind),
+		cmocka_unit_test(worker_stopped_while_waiting_for_another_count_does_not_count_beside_it),
 		cmocka_unit_test(udp_deep_queue_read_as_data_says_under_ev_clear_leaves_nothing),
 		cmocka_unit_test(unix_dgram_deep_queue_read_as_data_says_under_ev_clear_leaves_nothing),
 		cmocka_unit_test(udp_icmp_error_with_a_queue_read_as_data_says_leaves_nothing),
