@@ -983,22 +983,38 @@ process_stopped_or_killed_while_counting_a_shared_socket_stops_no_one(
 #define KW_PAIRS	24	/* pairs of workers killed */
 #define KW_COUNTS	2000
 
+/*
+ * Forks a worker that watches rx with a kqueue of its own: returns the
+ * child's pid in the parent; in the child, *kq (the child ends with
+ * status 2 if it cannot be made, and by SIGALRM after secs).
+ */
+static pid_t
+dg_counter_fork(int rx, unsigned int secs, int *kq)
+{
+	struct kevent ev;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid != 0)
+		return pid;
+	alarm(secs);
+	*kq = kqueue();
+	EV_SET(&ev, (uintptr_t)rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	if (*kq < 0 || kevent(*kq, &ev, 1, NULL, 0, NULL) != 0)
+		T_EXIT(2);
+	return 0;
+}
+
 static pid_t
 kw_worker(int rx)
 {
 	struct timespec zero = { 0, 0 };
 	struct kevent ev;
-	pid_t pid = fork();
-	int kq;
+	int kq = -1;
+	pid_t pid = dg_counter_fork(rx, 30, &kq);
 
-	assert_true(pid >= 0);
 	if (pid != 0)
 		return pid;
-	alarm(30);
-	kq = kqueue();
-	EV_SET(&ev, (uintptr_t)rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	if (kq < 0 || kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
-		T_EXIT(2);
 	for (;;)	/* counts until killed */
 		(void)kevent(kq, NULL, 0, &ev, 1, &zero);
 }
@@ -1119,17 +1135,11 @@ sw_worker(int rx, struct sw_shared *sh, int id, int64_t queue)
 {
 	struct timespec zero = { 0, 0 };
 	struct kevent ev;
-	pid_t pid = fork();
-	int kq;
+	int kq = -1;
+	pid_t pid = dg_counter_fork(rx, 60, &kq);
 
-	assert_true(pid >= 0);
 	if (pid != 0)
 		return pid;
-	alarm(60);
-	kq = kqueue();
-	EV_SET(&ev, (uintptr_t)rx, EVFILT_READ, EV_ADD, 0, 0, NULL);
-	if (kq < 0 || kevent(kq, &ev, 1, NULL, 0, NULL) != 0)
-		T_EXIT(2);
 	while (!atomic_load(&sh->stop)) {
 		int n = kevent(kq, NULL, 0, &ev, 1, &zero);
 
